@@ -1,0 +1,85 @@
+"""`panicbot catalog validate|stats`: what is wrong in a catalog, and what is in it."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from bot.patterns import is_valid_pattern
+from bot.records import Catalog, CatalogProblem, load_catalog
+
+
+def pattern_problems(catalog: Catalog) -> list[CatalogProblem]:
+    """Records whose messagePattern RE2 refuses (the matcher then matches its literal text)."""
+    problems = []
+    for entry in catalog.entries:
+        pattern = entry.record.messagePattern
+        reason = is_valid_pattern(pattern) if pattern else None
+        if reason:
+            problems.append(CatalogProblem(entry.source, entry.line, f"invalid messagePattern: {reason}"))
+    return problems
+
+
+def run_validate(paths: Sequence[str], console: Console) -> int:
+    catalog = load_catalog(paths)
+    bad_patterns = pattern_problems(catalog)
+    table = Table(title="Catalog files", title_justify="left")
+    table.add_column("file")
+    table.add_column("records", justify="right")
+    table.add_column("bad lines", justify="right")
+    for summary in catalog.files:
+        table.add_row(summary.source, str(summary.records), str(summary.errors))
+    console.print(table)
+    for problem in [*catalog.errors, *bad_patterns]:
+        console.print(f"error: {problem}", markup=False, highlight=False)
+    for problem in catalog.duplicates:
+        console.print(f"warning: {problem}", markup=False, highlight=False)
+    bad = len(catalog.errors) + len(bad_patterns)
+    console.print(
+        f"{len(catalog.entries)} records, {bad} bad, {len(catalog.duplicates)} duplicate ids", markup=False
+    )
+    return 1 if bad else 0
+
+
+def _count_table(title: str, counts: Counter[str]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column(title.rsplit(maxsplit=1)[-1])
+    table.add_column("records", justify="right")
+    for key, count in counts.most_common():
+        table.add_row(key, str(count))
+    return table
+
+
+def run_stats(paths: Sequence[str], console: Console) -> int:
+    catalog = load_catalog(paths)
+    for problem in catalog.errors:
+        console.print(f"error: {problem}", markup=False, highlight=False)
+    records = catalog.records
+    console.print(
+        f"{len(records)} records in {len(catalog.files)} file(s); "
+        f"data set versions: {', '.join(catalog.dataset_versions) or 'none'}",
+        markup=False,
+    )
+    console.print(_count_table("Records per repo", Counter(r.repo or "(none)" for r in records)))
+    console.print(_count_table("Records per errorType", Counter(r.errorType or "(none)" for r in records)))
+    console.print(
+        _count_table("Records per backgroundTag", Counter(r.backgroundTag or "(none)" for r in records))
+    )
+    missing = [r for r in records if not r.has_analysis]
+    console.print(
+        f"Records without analysis (no documentation and no solutions): {len(missing)}", markup=False
+    )
+    sites: dict[str, set[str]] = defaultdict(set)
+    for record in records:
+        sites[record.errorMessage].add(f"{record.filePath}:{record.lineNumber}")
+    shared = {message: where for message, where in sites.items() if len(where) > 1}
+    console.print(
+        f"Messages shared by several sites: {len(shared)} ({sum(len(w) for w in shared.values())} records)",
+        markup=False,
+    )
+    for message, where in sorted(shared.items(), key=lambda item: -len(item[1]))[:15]:
+        console.print(f"  {len(where):3d}  {message}", markup=False, highlight=False)
+    return 1 if catalog.errors else 0

@@ -1,0 +1,212 @@
+"""`panicbot`: look up pastes from a terminal, check catalogs, and start the bot's main job.
+
+This is the terminal adapter: it reads stdin, files and the environment, and hands text to the core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from rich.console import Console
+
+from adapters.cli.catalog_commands import run_stats, run_validate
+from adapters.cli.render import print_result
+from bot.records import Catalog, default_catalog, load_catalog
+from bot.service import PanicLookup, result_json
+
+CATALOG_ENV = "PANICBOT_CATALOG"
+MAX_INPUT_BYTES = 10 * 1024 * 1024
+EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
+
+DEMO_PASTE = (
+    "thread 'main' panicked at /home/dev/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
+    "burn-autodiff-0.19.0/src/ops/module.rs:1502:9:\n"
+    "Can't differentiate avg pool 2d backward.\n"
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+)
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for: printed as one line, exit code 2."""
+
+
+def catalog_paths(cli_paths: Sequence[str] | None, environ: dict[str, str]) -> list[str]:
+    if cli_paths:
+        return list(cli_paths)
+    raw = environ.get(CATALOG_ENV, "").strip()
+    return [part for part in raw.split(os.pathsep) if part.strip()] if raw else []
+
+
+def open_catalog(paths: Sequence[str], err: Console) -> Catalog:
+    """The catalog at `paths` (the embedded data set when none); bad lines are reported, not fatal."""
+    if not paths:
+        return default_catalog()
+    catalog = load_catalog(paths)
+    for problem in catalog.errors[:20]:
+        err.print(f"[yellow]catalog:[/] {problem}", markup=True, highlight=False)
+    if len(catalog.errors) > 20:
+        err.print(f"[yellow]catalog:[/] ... and {len(catalog.errors) - 20} more problems", markup=True)
+    if not catalog.entries:
+        raise UsageError(f"no usable record in {', '.join(paths)}")
+    return catalog
+
+
+def read_input_bytes(stream: TextIO) -> str:
+    """Decode what the user piped in; invalid UTF-8 is replaced, never a crash."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        return stream.read(MAX_INPUT_BYTES)
+    data: bytes = buffer.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        print(
+            f"panicbot: input is over {MAX_INPUT_BYTES // (1024 * 1024)} MB; only its start is read",
+            file=sys.stderr,
+        )
+        data = data[:MAX_INPUT_BYTES]
+    return data.decode("utf-8", errors="replace")
+
+
+def _looks_binary(text: str) -> bool:
+    sample = text[:4096]
+    if not sample:
+        return False
+    odd = sum(1 for ch in sample if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\n\r\t\x1b"))
+    return odd / len(sample) > 0.3
+
+
+def command_lookup(args: argparse.Namespace, out: TextIO, err: Console) -> int:
+    paths = catalog_paths(args.catalog, dict(os.environ))
+    service = PanicLookup(open_catalog(paths, err))
+    if args.jsonl:
+        return _lookup_jsonl(service, sys.stdin, out, args.limit)
+    text = " ".join(args.text) if args.text else read_input_bytes(sys.stdin)
+    if not text.strip():
+        raise UsageError("nothing to look up: paste a panic on stdin or give words as arguments")
+    if _looks_binary(text):
+        err.print("[yellow]panicbot:[/] the input does not look like text; looking it up anyway", markup=True)
+    result = service.lookup(text, limit=args.limit)
+    if args.json:
+        out.write(json.dumps(result_json(result), ensure_ascii=False) + "\n")
+    else:
+        print_result(service, result, Console(file=out, highlight=False, soft_wrap=False))
+    return EXIT_OK if result.best else EXIT_NOT_FOUND
+
+
+def _lookup_jsonl(service: PanicLookup, stream: TextIO, out: TextIO, limit: int) -> int:
+    """One result line per input line, in order; a bad line gets an `error` result, never a stop."""
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        item_id: Any = None
+        try:
+            item = json.loads(line)
+            if not isinstance(item, dict):
+                raise ValueError("expected a JSON object")
+            item_id = item.get("id")
+            text = item.get("text")
+            if not isinstance(text, str):
+                raise ValueError("missing string field 'text'")
+        except ValueError as exc:
+            reply = {"id": item_id, "line": number, "error": f"line {number}: {exc}"}
+            out.write(json.dumps(reply, ensure_ascii=False) + "\n")
+            continue
+        reply = {"id": item_id, **result_json(service.lookup(text, limit=limit))}
+        out.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        out.flush()
+    return EXIT_OK
+
+
+def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
+    console = Console(file=out, highlight=False)
+    if args.catalog_command == "validate":
+        return run_validate(args.paths, console)
+    return run_stats(args.paths, console)
+
+
+def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
+    """The bot's main job. Chat adapters are not wired yet; with no credentials it runs the demo."""
+    wanted = args.platform
+    credentials = {
+        "slack": ("SLACK_BOT_TOKEN",),
+        "discord": ("DISCORD_TOKEN",),
+    }
+    configured = [name for name, keys in credentials.items() if any(os.environ.get(k) for k in keys)]
+    if wanted and wanted not in configured:
+        raise UsageError(f"{wanted}: set {' '.join(credentials[wanted])} to serve {wanted}")
+    if configured:
+        raise UsageError(
+            f"the {', '.join(configured)} adapter is not built yet (see the open issues); "
+            "unset its token to run the terminal demo"
+        )
+    paths = catalog_paths(None, dict(os.environ))
+    service = PanicLookup(open_catalog(paths, err))
+    console = Console(file=out, highlight=False)
+    console.print(
+        f"[bold]panicbot[/] demo: no Slack or Discord credentials set; {len(service.matcher)} records loaded "
+        f"({'embedded default data set' if not paths else ', '.join(paths)}).\n"
+        "Looking up this paste:\n",
+        markup=True,
+    )
+    console.print(DEMO_PASTE, markup=False, style="dim")
+    console.print()
+    print_result(service, service.lookup(DEMO_PASTE), console)
+    console.print("\nTry your own: [bold]uv run panicbot lookup < paste.txt[/]", markup=True)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="panicbot", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    lookup = commands.add_parser("lookup", help="explain a pasted panic (stdin) or typed words (arguments)")
+    lookup.add_argument("text", nargs="*", help="words to look up; without them the paste is read from stdin")
+    lookup.add_argument(
+        "--catalog",
+        action="append",
+        metavar="PATH",
+        help=f"a JSONL/JSON catalog or a folder of them (repeatable; default ${CATALOG_ENV}, else embedded)",
+    )
+    output = lookup.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON object")
+    output.add_argument("--jsonl", action="store_true", help='batch: stdin lines {"id","text"} -> JSON lines')
+    lookup.add_argument("--limit", type=int, default=5, help="how many matches to list (default 5)")
+
+    catalog = commands.add_parser("catalog", help="check a catalog")
+    catalog_commands = catalog.add_subparsers(dest="catalog_command", required=True)
+    for name, text in (("validate", "report every bad record; exit 1 if any"), ("stats", "summarise")):
+        sub = catalog_commands.add_parser(name, help=text)
+        sub.add_argument("paths", nargs="+", metavar="PATH")
+
+    serve = commands.add_parser(
+        "serve", help="run the bot (a terminal demo when no chat credentials are set)"
+    )
+    serve.add_argument("platform", nargs="?", choices=("slack", "discord"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = Console(file=sys.stderr, highlight=False)
+    args = build_parser().parse_args(argv)
+    if getattr(args, "limit", 5) < 1:
+        err.print("panicbot: --limit must be 1 or more")
+        return EXIT_USAGE
+    handlers = {"lookup": command_lookup, "catalog": command_catalog, "serve": command_serve}
+    try:
+        return handlers[args.command](args, out, err)
+    except UsageError as exc:
+        err.print(f"panicbot: {exc}", markup=False)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

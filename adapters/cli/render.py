@@ -1,0 +1,48 @@
+"""Terminal rendering of a lookup with rich: the answer card, then the alternatives."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.table import Table
+
+from bot.card import render_markdown
+from bot.matcher import LookupResult
+from bot.service import PanicLookup
+
+
+def print_result(service: PanicLookup, result: LookupResult, console: Console) -> None:
+    if not result.panics:
+        console.print("Nothing to look up.")
+        return
+    card = service.card(result)
+    if card is None:
+        panic = result.panics[0]
+        where = f" at {panic.location}" if panic.location else ""
+        console.print(f"[bold yellow]No known record[/] for this panic{where}.", markup=True)
+    else:
+        title = "Best match" + (" (would auto-reply)" if result.auto_reply else "")
+        console.print(Panel(Markdown(render_markdown(card)), title=title, title_align="left"))
+    others = [m for m in result.matches if card is None or m.record.id != card.record_id]
+    if others:
+        table = Table(title="Nearby records" if card is None else "Alternatives", title_justify="left")
+        table.add_column("confidence", justify="right")
+        table.add_column("message")
+        table.add_column("source")
+        for match in others:
+            source = f"{match.record.filePath}:{match.record.lineNumber}" if match.record.filePath else ""
+            table.add_row(f"{match.confidence:.0%}", match.record.errorMessage, source)
+        console.print(table)
+    if len(result.panics) > 1:
+        console.print(
+            f"{len(result.panics)} panics in the paste; the answer is for panic "
+            f"#{(result.answer_panic or 0) + 1}:"
+        )
+        for number, panic in enumerate(result.panics, start=1):
+            first_line = panic.message.splitlines()[0] if panic.message else ""
+            console.print(
+                f"  {number}. {first_line[:120]}" + (f"  ({panic.location})" if panic.location else ""),
+                markup=False,
+                highlight=False,
+            )

@@ -1,0 +1,104 @@
+"""The platform-neutral answer card built from a match, and its plain-text/markdown rendering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.matcher import Match
+from bot.records import Record
+
+NO_ANALYSIS = "No analysis yet for this error: the source link shows where it is raised."
+
+
+@dataclass(frozen=True)
+class Card:
+    """Everything a chat adapter shows for one answer. Empty strings/tuples mean "not known"."""
+
+    record_id: str
+    title: str
+    cause: str
+    when: str
+    solutions: tuple[str, ...]
+    example_fix: str
+    example_fix_language: str
+    prevention_tips: tuple[str, ...]
+    source_url: str
+    source_label: str
+    tags: tuple[str, ...]
+    dataset_version: str
+    confidence: float
+    has_analysis: bool
+    catalog_message: str
+
+    @property
+    def summary(self) -> str:
+        """One line for notifications and fallbacks."""
+        head = f"{self.title} ({self.source_label})" if self.source_label else self.title
+        return f"{head}: {self.cause}" if self.cause else head
+
+
+def _join_nonempty(*parts: str | None) -> str:
+    return " ".join(part.strip() for part in parts if part and part.strip())
+
+
+def source_label(record: Record) -> str:
+    if not record.filePath:
+        return ""
+    return f"{record.filePath}:{record.lineNumber}" if record.lineNumber else record.filePath
+
+
+def build_card(match: Match, pasted_message: str | None = None, dataset_version: str | None = None) -> Card:
+    """The card for a match. The title is the message as pasted (first line), else the catalogued one."""
+    record = match.record
+    title_source = (pasted_message or "").strip() or record.errorMessage
+    title = title_source.splitlines()[0].strip() if title_source.strip() else record.errorMessage
+    return Card(
+        record_id=record.id,
+        title=title,
+        cause=(record.documentation or "").strip() or ("" if record.has_analysis else NO_ANALYSIS),
+        when=_join_nonempty(record.triggerScenarios, record.commonSituations),
+        solutions=tuple(s.strip() for s in record.solutions if s.strip()),
+        example_fix=(record.exampleFix or "").strip("\n"),
+        example_fix_language="rust",
+        prevention_tips=tuple(t.strip() for t in record.preventionTips if t.strip()),
+        source_url=record.githubUrl or "",
+        source_label=source_label(record),
+        tags=tuple(record.tags),
+        dataset_version=dataset_version or "",
+        confidence=match.confidence,
+        has_analysis=record.has_analysis,
+        catalog_message=record.errorMessage,
+    )
+
+
+def render_markdown(card: Card) -> str:
+    """Markdown that reads well as plain text too: the CLI and every chat fallback use it."""
+    lines = [f"**{card.title}**", ""]
+    if card.cause:
+        lines += [f"**What it means:** {card.cause}", ""]
+    if card.when:
+        lines += [f"**When it happens:** {card.when}", ""]
+    if card.solutions:
+        lines += ["**Solutions:**", *[f"{n}. {s}" for n, s in enumerate(card.solutions, 1)], ""]
+    if card.example_fix:
+        fence = "````" if "```" in card.example_fix else "```"
+        lines += ["**Example fix:**", f"{fence}{card.example_fix_language}", card.example_fix, fence, ""]
+    if card.prevention_tips:
+        lines += ["**Prevention:**", *[f"- {tip}" for tip in card.prevention_tips], ""]
+    lines.append(context_line(card))
+    return "\n".join(lines).strip() + "\n"
+
+
+def context_line(card: Card) -> str:
+    """Source, tags, data set version and confidence on one line."""
+    parts = []
+    if card.source_label:
+        parts.append(
+            f"Source: [{card.source_label}]({card.source_url})" if card.source_url else card.source_label
+        )
+    if card.tags:
+        parts.append("Tags: " + ", ".join(card.tags))
+    if card.dataset_version:
+        parts.append(f"Data set {card.dataset_version}")
+    parts.append(f"Confidence {card.confidence:.0%}")
+    return " · ".join(parts)

@@ -1,0 +1,49 @@
+"""Source paths as users have them (absolute, Windows, cargo registry, git checkout) to repository paths."""
+
+from __future__ import annotations
+
+import re
+
+_REGISTRY = re.compile(
+    r"(?:^|/)registry/src/[^/]+/(?P<crate>[A-Za-z0-9_-]+?)-\d+\.\d+\.\d+[^/]*/(?P<rest>.+)$"
+)
+_VENDORED = re.compile(r"(?:^|/)vendor/(?P<crate>[A-Za-z0-9_-]+?)(?:-\d+\.\d+\.\d+[^/]*)?/(?P<rest>src/.+)$")
+_DRIVE = re.compile(r"^[A-Za-z]:/")
+
+
+def canonical_path(raw: str) -> str:
+    """The repository-relative path (`crates/<crate>/src/...`) where it can be known, else the cleaned path.
+
+    `.../registry/src/<index>/burn-autodiff-0.19.0/src/ops/x.rs` -> `crates/burn-autodiff/src/ops/x.rs`
+    `.cargo/git/checkouts/burn-<hash>/<rev>/crates/...` -> `crates/...`
+    """
+    path = raw.strip().strip("'\"`").replace("\\", "/")
+    path = re.sub(r"/{2,}", "/", path)
+    path = _DRIVE.sub("/", path)
+    if path.startswith("~/"):
+        path = path[1:]
+    registry = _REGISTRY.search(path)
+    if registry:
+        return f"crates/{registry.group('crate')}/{registry.group('rest')}"
+    vendored = _VENDORED.search(path)
+    if vendored:
+        return f"crates/{vendored.group('crate')}/{vendored.group('rest')}"
+    # The last `crates/` wins: a checkout can live under a folder that is itself called crates.
+    last = ("/" + path).rfind("/crates/")
+    if last >= 0 and path[last:].count("/") >= 2:
+        return path[last:]
+    return path.removeprefix("./")
+
+
+def path_parts(path: str) -> tuple[str, ...]:
+    return tuple(part for part in path.split("/") if part and part != ".")
+
+
+def common_suffix_length(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    """How many trailing path components two paths share."""
+    count = 0
+    for left, right in zip(reversed(a), reversed(b), strict=False):
+        if left != right:
+            break
+        count += 1
+    return count

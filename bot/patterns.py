@@ -1,0 +1,69 @@
+"""A record's messagePattern, compiled for linear-time matching (RE2) and verified against pasted messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import re2
+
+from bot.rust_messages import escape_literal, pattern_segments, split_format_string
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False
+_OPTIONS.dot_nl = True  # `{:#?}` values span lines
+_OPTIONS.max_mem = 8 << 20
+
+
+@dataclass(frozen=True)
+class PatternHit:
+    """How a pattern met a message: `full` (the whole message), `expect` (the message, then `: <error>`),
+    or `contained` (somewhere inside); with the span it covered."""
+
+    mode: str
+    start: int
+    end: int
+
+
+def record_segments(pattern: str | None, message: str) -> tuple[list[str], bool]:
+    """The literal segments a record's text is made of, and whether its pattern is the plain derived kind."""
+    if pattern:
+        segments = pattern_segments(pattern)
+        if segments is not None:
+            return segments, True
+    return split_format_string(message), pattern is None
+
+
+def is_valid_pattern(pattern: str) -> str | None:
+    """None for a pattern RE2 accepts, else the reason it does not."""
+    try:
+        re2.compile(pattern, _OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+    return None
+
+
+@lru_cache(maxsize=8192)
+def compile_pattern(pattern: str) -> Any:
+    """RE2 program for a pattern; an invalid one falls back to its escaped literal text, so it still matches
+    a message that quotes it exactly and never raises."""
+    try:
+        return re2.compile(pattern, _OPTIONS)
+    except re2.error:
+        return re2.compile(escape_literal(pattern), _OPTIONS)
+
+
+def match_pattern(pattern: str, message: str) -> PatternHit | None:
+    """The strongest way `pattern` meets `message`, or None."""
+    program = compile_pattern(pattern)
+    if program.fullmatch(message):
+        return PatternHit("full", 0, len(message))
+    prefix = program.match(message)
+    if prefix and message.startswith(": ", prefix.end()):
+        return PatternHit("expect", 0, prefix.end())
+    found = program.search(message)
+    if found:
+        return PatternHit("contained", found.start(), found.end())
+    return None

@@ -1,0 +1,118 @@
+"""What Rust does to a message: format placeholders in the source, prefixes and blocks added at run time."""
+
+from __future__ import annotations
+
+import re
+
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{[^{}\n]*\}")
+_TOKEN = re.compile(r"[a-z]{2,}")
+_REGEX_SPECIAL = re.compile(r"([.^$*+?()\[\]{}|\\])")
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+
+_RUNTIME_PREFIXES = (
+    "not implemented: ",
+    "not yet implemented: ",
+    "internal error: entered unreachable code: ",
+)
+_ASSERT_NEW = re.compile(r"^assertion `left [=!]= right` failed: (?P<msg>.*?)(?:\n\s*left: .*)?$", re.DOTALL)
+_ASSERT_OLD = re.compile(r"^assertion failed: `\(left [=!]= right\)`\n.*?`: (?P<msg>.*)$", re.DOTALL)
+_ASSERT_LEFT_RIGHT = re.compile(r"\n\s*left: .*$", re.DOTALL)
+_TENSOR_CHECK = re.compile(r"=== Tensor Operation Error ===")
+_TENSOR_REASON = re.compile(r"^\s*\d+\. (?P<reason>.*?)\s*$", re.MULTILINE)
+
+
+def split_format_string(message: str) -> list[str]:
+    """The literal segments between format placeholders (`{}`, `{:?}`, `{name:#?}`); `{{`/`}}` are literal."""
+    segments = [""]
+    position = 0
+    for match in _PLACEHOLDER.finditer(message):
+        segments[-1] += message[position : match.start()]
+        token = match.group(0)
+        if token == "{{":
+            segments[-1] += "{"
+        elif token == "}}":
+            segments[-1] += "}"
+        else:
+            segments.append("")
+        position = match.end()
+    segments[-1] += message[position:]
+    return segments
+
+
+def literal_text(message: str, filler: str = " ") -> str:
+    """The message with every placeholder replaced by `filler`."""
+    return filler.join(split_format_string(message))
+
+
+def specificity(segments: list[str]) -> int:
+    """How much a message says by itself: its literal letters and digits, placeholders not counted."""
+    return sum(ch.isalnum() for segment in segments for ch in segment)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case words of two letters or more: the unit of the token index and of typo correction."""
+    return _TOKEN.findall(text.lower())
+
+
+def safe_tokens(segments: list[str]) -> set[str]:
+    """Tokens of the literal text that a filled-in message is sure to contain as whole tokens.
+
+    A word touching a placeholder (`{}elements`) can merge with the value (`5elements` is fine, `xelements`
+    is not), so it is left out.
+    """
+    safe: set[str] = set()
+    last = len(segments) - 1
+    for index, segment in enumerate(segments):
+        lowered = segment.lower()
+        for match in _TOKEN.finditer(lowered):
+            touches_left = index > 0 and match.start() == 0
+            touches_right = index < last and match.end() == len(lowered)
+            if not (touches_left or touches_right):
+                safe.add(match.group(0))
+    return safe
+
+
+def pattern_from_message(message: str) -> str:
+    """The regex the data set derives from a message: escaped literals, `(.+?)` per placeholder."""
+    return "(.+?)".join(escape_literal(segment) for segment in split_format_string(message))
+
+
+def pattern_segments(pattern: str) -> list[str] | None:
+    """Literal segments of a pattern made only of escaped literals and `(.+?)`; None for other regexes."""
+    segments = []
+    for part in pattern.split("(.+?)"):
+        literal = _ESCAPED.sub(r"\1", part)
+        if escape_literal(literal) != part:
+            return None
+        segments.append(literal)
+    return segments
+
+
+def escape_literal(text: str) -> str:
+    """Escape regex metacharacters the way the data set does (spaces and quotes stay as they are)."""
+    return _REGEX_SPECIAL.sub(r"\\\1", text)
+
+
+def message_variants(message: str) -> list[str]:
+    """The message as printed and the record message(s) it may hold once Rust's additions are removed.
+
+    `not implemented: X` -> X; ``assertion `left == right` failed: X`` + left/right lines -> X; a burn-tensor
+    check block -> each numbered reason.
+    """
+    text = message.strip()
+    variants = [text]
+    for prefix in _RUNTIME_PREFIXES:
+        if text.startswith(prefix):
+            variants.append(text[len(prefix) :].strip())
+    assertion = _ASSERT_NEW.match(text) or _ASSERT_OLD.match(text)
+    if assertion:
+        variants.append(assertion.group("msg").strip())
+    elif "\n" in text and _ASSERT_LEFT_RIGHT.search(text):
+        variants.append(_ASSERT_LEFT_RIGHT.sub("", text).strip())
+    if _TENSOR_CHECK.search(text):
+        variants.extend(m.group("reason") for m in _TENSOR_REASON.finditer(text))
+    unique: list[str] = []
+    for variant in variants:
+        if variant and variant not in unique:
+            unique.append(variant)
+    return unique
