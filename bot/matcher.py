@@ -20,9 +20,9 @@ from rapidfuzz.distance import Levenshtein
 
 from bot.extract import Location, Panic, extract_panics
 from bot.paths import common_suffix_length, path_parts
-from bot.patterns import PatternHit, match_pattern, record_segments
+from bot.patterns import PatternHit, match_pattern, record_segments, tolerant_regex
 from bot.records import Record
-from bot.rust_messages import escape_literal, message_variants, safe_tokens, specificity, tokens
+from bot.rust_messages import message_variants, safe_tokens, specificity, tokens
 
 # A pattern with fewer literal letters than this says nothing by itself (`{}: {}`): it is no evidence.
 MIN_PATTERN_SPECIFICITY = 4
@@ -108,6 +108,7 @@ class _Entry:
     pattern: str
     literal: str  # lower-case literal text, placeholders as spaces: what typed queries are compared with
     specificity: int
+    placeholders: int
     words: int
     path: tuple[str, ...]
 
@@ -132,7 +133,7 @@ class Matcher:
         by_path: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for index, record in enumerate(self.records):
             pattern_source, plain = record_segments(record.messagePattern, record.errorMessage)
-            pattern = record.messagePattern or "(.+?)".join(escape_literal(s) for s in pattern_source)
+            pattern = tolerant_regex(pattern_source) if plain else (record.messagePattern or "")
             literal = " ".join(pattern_source).lower()
             record_tokens = set(tokens(literal))
             for token in record_tokens:
@@ -141,7 +142,14 @@ class Matcher:
             parts = path_parts(record.filePath or "")
             by_path[parts].append(index)
             self._entries.append(
-                _Entry(pattern, literal, specificity(pattern_source), len(record_tokens), parts)
+                _Entry(
+                    pattern,
+                    literal,
+                    specificity(pattern_source),
+                    len(pattern_source) - 1,
+                    len(record_tokens),
+                    parts,
+                )
             )
         anchors: dict[str, list[int]] = defaultdict(list)
         for index, safe in enumerate(safe_by_record):
@@ -186,15 +194,17 @@ class Matcher:
         self._pattern_evidence(variants, evidence)
         if panic.location is not None:
             self._location_evidence(panic.location, evidence)
-        strongest = max((e.pattern_points for e in evidence.values()), default=0.0)
-        if strongest == 0.0 and variants:
+        if variants and not any(_is_strong(e) for e in evidence.values()):
+            # A typo or a typed query: only a weak pattern (a short word inside) or none met the text.
             self._fuzzy_evidence(variants, evidence)
         scored = sorted(evidence.items(), key=lambda item: (-item[1].score, item[0]))[: max(limit, 1) + 8]
         matches = []
         for position, (record_index, found) in enumerate(scored):
             runner_up = _runner_up_score(scored, position, self._entries)
-            confidence = self._confidence(found, runner_up, panic)
-            known = confidence >= KNOWN_MIN_CONFIDENCE and (found.hit is not None or found.fuzzy >= 0.8)
+            confidence = self._confidence(found, self._entries[record_index], runner_up, panic)
+            known = confidence >= KNOWN_MIN_CONFIDENCE and (
+                found.hit is not None or found.fuzzy >= (0.8 if panic.kind == "query" else 0.9)
+            )
             matches.append(
                 Match(
                     record=self.records[record_index],
@@ -225,7 +235,7 @@ class Matcher:
                 hit = match_pattern(entry.pattern, variant)
                 if hit is None:
                     continue
-                points = _pattern_points(hit, entry.specificity)
+                points = _pattern_points(hit, entry)
                 found = evidence.setdefault(record_index, _Evidence())
                 if points > found.pattern_points:
                     found.hit, found.pattern_points = hit, points
@@ -274,10 +284,9 @@ class Matcher:
         """Typed queries and typos: IDF-weighted words (typos corrected against the index's vocabulary),
         then rapidfuzz similarity of the literal text on the best few."""
         query = max(variants, key=len).lower()
-        weighted = self._query_words(query)
+        weighted, total = self._query_words(query)
         if not weighted:
             return
-        total = sum(weight for _, weight in weighted)
         accumulated: dict[int, float] = defaultdict(float)
         for word, weight in sorted(weighted, key=lambda item: len(self._postings[item[0]])):
             posting = self._postings[word]
@@ -288,7 +297,7 @@ class Matcher:
         best = heapq.nlargest(FUZZY_CANDIDATES, accumulated.items(), key=lambda item: item[1])
         for record_index, weight in best:
             entry = self._entries[record_index]
-            coverage = weight / total
+            coverage = min(1.0, weight / total)
             text_score = _text_similarity(query, entry.literal)
             similarity = 0.5 * coverage + 0.5 * text_score
             found = evidence.setdefault(record_index, _Evidence())
@@ -297,20 +306,32 @@ class Matcher:
                 Reason("text", f"similar text ({similarity:.2f}; words {coverage:.2f}, {text_score:.2f})")
             )
 
-    def _query_words(self, query: str) -> list[tuple[str, float]]:
-        """Query words with IDF weights; an unknown word is replaced by its closest indexed words."""
+    def _query_words(self, query: str) -> tuple[list[tuple[str, float]], float]:
+        """Query words with IDF weights (an unknown word replaced by its closest indexed words), and the
+        weight of the whole query: words the catalog lacks count against every record."""
         count = max(len(self.records), 1)
+        # An unknown word weighs like a word in 1 % of records: chat words ("lol", "works") dilute the
+        # match without drowning a typed query's real words.
+        unknown_weight = _idf(max(count // 100, 1), count)
         weighted: dict[str, float] = {}
+        total = 0.0
         for word in dict.fromkeys(tokens(query)):
             if word in self._postings:
-                weighted[word] = max(weighted.get(word, 0.0), _idf(len(self._postings[word]), count))
+                weight = _idf(len(self._postings[word]), count)
+                weighted[word] = max(weighted.get(word, 0.0), weight)
+                total += weight
                 continue
-            if len(word) < 4:
+            near_words = self._near_words(word) if len(word) >= 4 else []
+            if not near_words:
+                total += unknown_weight if len(word) >= 4 else unknown_weight / 2
                 continue
-            for near, similarity in self._near_words(word):
-                weight = _idf(len(self._postings[near]), count) * similarity
-                weighted[near] = max(weighted.get(near, 0.0), weight)
-        return list(weighted.items())
+            best = 0.0
+            for near, similarity in near_words:
+                weight = _idf(len(self._postings[near]), count)
+                weighted[near] = max(weighted.get(near, 0.0), weight * similarity)
+                best = max(best, weight)
+            total += best
+        return list(weighted.items()), total
 
     def _near_words(self, word: str) -> list[tuple[str, float]]:
         pool: list[str] = []
@@ -323,20 +344,23 @@ class Matcher:
 
     # -- decisions ------------------------------------------------------------------------------------
 
-    def _confidence(self, found: _Evidence, runner_up: float, panic: Panic) -> float:
-        """A 0..1 estimate that this record is the one the paste is about."""
+    def _confidence(self, found: _Evidence, entry: _Entry, runner_up: float, panic: Panic) -> float:
+        """A 0..1 estimate that this record is the one the paste is about (see README: calibration)."""
         if found.hit is not None:
-            base = {"full": 0.9, "expect": 0.86, "contained": 0.72}[found.hit.mode]
-            entry_specificity = found.pattern_points  # already weighs specificity
-            base += 0.08 * min(1.0, max(0.0, (entry_specificity - 50.0) / 25.0))
+            confidence = {"full": 0.93, "expect": 0.91, "contained": 0.8}[found.hit.mode]
             if found.location_points >= 15.0:
-                base += 0.02
-            elif panic.location is not None and found.location_points == 0.0:
-                base -= 0.04
-            margin = found.score - runner_up
-            if margin < 1.0 and runner_up > 0:
-                base -= 0.12
-            return max(0.0, min(1.0, base))
+                confidence += 0.05
+            elif found.location_points >= 8.0:
+                confidence += 0.03
+            elif panic.location is not None:
+                confidence -= 0.05  # the paste says another file: a moved message, or another one
+            if entry.specificity < AUTO_REPLY_MIN_SPECIFICITY:
+                confidence -= 0.1
+            elif entry.specificity >= 30:
+                confidence += 0.03
+            if runner_up > 0 and found.score - runner_up < 1.0:
+                confidence -= 0.15  # another message explains the paste as well
+            return max(0.0, min(0.995, confidence))
         if found.fuzzy > 0.0:
             return max(0.0, min(0.85, (found.fuzzy - 0.35) * 1.3))
         # Location only: a neighbour in the same file, never the answer.
@@ -357,10 +381,15 @@ class Matcher:
         return not (panic.kind != "header" and "contained" in pattern_reason.detail and entry.words < 4)
 
 
-def _pattern_points(hit: PatternHit, specificity_value: int) -> float:
-    weight = min(specificity_value, SPECIFICITY_SCALE) / SPECIFICITY_SCALE
+def _is_strong(found: _Evidence) -> bool:
+    return found.hit is not None and found.hit.mode != "contained" and found.pattern_points >= 55.0
+
+
+def _pattern_points(hit: PatternHit, entry: _Entry) -> float:
+    weight = min(entry.specificity, SPECIFICITY_SCALE) / SPECIFICITY_SCALE
     base = {"full": 50.0, "expect": 48.0, "contained": 40.0}[hit.mode]
-    return base + 25.0 * weight
+    # Between equally specific patterns, the one with fewer placeholders explains the text better.
+    return base + 25.0 * weight - 0.3 * min(entry.placeholders, 5)
 
 
 def _idf(document_frequency: int, count: int) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -9,6 +10,10 @@ from typing import Any
 import re2
 
 from bot.rust_messages import escape_literal, pattern_segments, split_format_string
+
+_WHITESPACE = re.compile(r"\s+")
+# `\s+` left at either end by a message that starts or ends with a space.
+_EDGE_SPACE = re.compile(r"^(?:\\s\+)+|(?:\\s\+)+$")
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
@@ -33,6 +38,17 @@ def record_segments(pattern: str | None, message: str) -> tuple[list[str], bool]
         if segments is not None:
             return segments, True
     return split_format_string(message), pattern is None
+
+
+def tolerant_regex(segments: list[str]) -> str:
+    """A regex for a plain pattern that survives what chat and terminals do to whitespace: any run of
+    spaces or line breaks matches any other, and spaces at either end (lost in every paste) are optional."""
+    parts = []
+    for segment in segments:
+        words = [escape_literal(word) for word in _WHITESPACE.split(segment)]
+        parts.append(r"\s+".join(words))
+    regex = "(.+?)".join(parts)
+    return _EDGE_SPACE.sub("", regex)
 
 
 def is_valid_pattern(pattern: str) -> str | None:
