@@ -1,0 +1,165 @@
+"""The matcher's decisions on small catalogs of its own: sites, specificity, unknown panics, bad patterns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.matcher import Matcher
+from bot.records import Record
+from bot.rust_messages import pattern_from_message
+
+
+def record(record_id: str, message: str, path: str, line: int, **extra: Any) -> Record:
+    fields: dict[str, Any] = {
+        "id": record_id,
+        "errorMessage": message,
+        "messagePattern": pattern_from_message(message),
+        "filePath": path,
+        "lineNumber": line,
+    }
+    fields.update(extra)
+    return Record.model_validate(fields)
+
+
+MODULE = "crates/burn-autodiff/src/ops/module.rs"
+CATALOG = [
+    record("deform", "Can't differentiate deform conv 2d backward.", MODULE, 915),
+    record("avgpool", "Can't differentiate avg pool 2d backward.", MODULE, 1498),
+    record("read-a", "Should read data", "crates/burn-dispatch/src/ops/int_tensor.rs", 25),
+    record("read-b", "Should read data", "crates/burn-dispatch/src/ops/bool_tensor.rs", 48),
+    record("dtype-any", "Unsupported {:?}", "crates/burn-flex/src/ops/base.rs", 10),
+    record("dtype-specific", "Unsupported dtype {:?} for sum", "crates/burn-flex/src/ops/reduce.rs", 40),
+    record("pair-1", "Expected {a} got {b}", "crates/burn-nn/src/x.rs", 100),
+    record("pair-2", "Expected {left} got {right}", "crates/burn-nn/src/x.rs", 300),
+    record("unimpl", "float_scatter with {other:?} update is not implemented", "crates/burn-x/src/t.rs", 5),
+    record("asserted", "fold4d: input channels ({c}) must be divisible", "crates/burn-b/src/m.rs", 531),
+]
+
+
+def header(path: str, line: int, message: str) -> str:
+    return f"thread 'main' panicked at {path}:{line}:9:\n{message}\nnote: run with `RUST_BACKTRACE=1`"
+
+
+matcher = Matcher(CATALOG)
+
+
+def test_exact_paste_is_matched_and_auto_replied() -> None:
+    result = matcher.lookup(header(MODULE, 915, "Can't differentiate deform conv 2d backward."))
+    assert result.best is not None
+    assert result.best.record.id == "deform"
+    assert result.auto_reply
+    assert result.best.confidence >= 0.95
+    signals = {reason.signal for reason in result.best.reasons}
+    assert signals == {"pattern", "location"}
+    pattern = next(r for r in result.best.reasons if r.signal == "pattern")
+    assert pattern.matched_text == "Can't differentiate deform conv 2d backward."
+
+
+def test_location_picks_the_site_of_a_shared_message() -> None:
+    for record_id, path, line in (
+        ("read-a", "crates/burn-dispatch/src/ops/int_tensor.rs", 27),
+        ("read-b", "crates/burn-dispatch/src/ops/bool_tensor.rs", 44),
+    ):
+        result = matcher.lookup(header(path, line, "Should read data: Io(NotFound)"))
+        assert result.best is not None
+        assert result.best.record.id == record_id
+
+
+def test_without_location_every_site_of_the_message_is_a_right_answer() -> None:
+    result = matcher.lookup("Should read data: Io(NotFound)")
+    assert result.best is not None
+    assert {m.record.id for m in result.matches[:2]} == {"read-a", "read-b"}
+
+
+def test_line_number_separates_messages_that_differ_only_in_placeholder_names() -> None:
+    near_first = matcher.lookup(header("crates/burn-nn/src/x.rs", 104, "Expected 3 got 4"))
+    near_second = matcher.lookup(header("crates/burn-nn/src/x.rs", 290, "Expected 3 got 4"))
+    assert near_first.best and near_first.best.record.id == "pair-1"
+    assert near_second.best and near_second.best.record.id == "pair-2"
+
+
+def test_a_mostly_placeholder_pattern_does_not_outrank_a_specific_one() -> None:
+    result = matcher.lookup("Unsupported dtype F16 for sum")
+    assert result.best is not None
+    assert result.best.record.id == "dtype-specific"
+    assert result.matches[1].record.id == "dtype-any"
+    assert result.matches[1].score < result.best.score
+
+
+def test_panic_in_a_known_file_with_an_unknown_message_is_no_known_record() -> None:
+    result = matcher.lookup(header(MODULE, 920, "something no record says at all"))
+    assert result.status == "no_known_record"
+    assert result.best is None
+    assert not result.auto_reply
+    assert result.matches, "nearby records of the same file are listed"
+    assert all(m.confidence <= 0.3 and not m.known for m in result.matches)
+    assert result.matches[0].record.id == "deform"  # the nearest line first
+
+
+def test_runtime_prefixes_and_assertion_blocks_are_seen_through() -> None:
+    unimplemented = matcher.lookup(
+        header(
+            "crates/burn-x/src/t.rs", 5, "not implemented: float_scatter with Bool update is not implemented"
+        )
+    )
+    assert unimplemented.best and unimplemented.best.record.id == "unimpl"
+    asserted = matcher.lookup(
+        header(
+            "crates/burn-b/src/m.rs",
+            531,
+            "assertion `left == right` failed: fold4d: input channels (6) must be divisible\n"
+            "  left: 1\n right: 0",
+        )
+    )
+    assert asserted.best and asserted.best.record.id == "asserted"
+
+
+def test_first_matched_panic_is_the_answer_and_cascades_are_listed() -> None:
+    text = (
+        header("src/main.rs", 3, "user code went wrong")
+        + "\n"
+        + header(MODULE, 1498, "Can't differentiate avg pool 2d backward.")
+        + "\n"
+        + header(MODULE, 915, "Can't differentiate deform conv 2d backward.")
+    )
+    result = matcher.lookup(text)
+    assert len(result.panics) == 3
+    assert result.answer_panic == 1
+    assert result.best and result.best.record.id == "avgpool"
+
+
+def test_typed_query_with_a_typo() -> None:
+    result = matcher.lookup("avg pool 2d backwrd")
+    assert result.best is not None
+    assert result.best.record.id == "avgpool"
+    assert not result.auto_reply
+
+
+def test_invalid_pattern_falls_back_to_its_literal_text() -> None:
+    broken = Record.model_validate(
+        {"id": "broken", "errorMessage": "weird (unclosed", "messagePattern": "weird (unclosed"}
+    )
+    result = Matcher([broken]).lookup(header("src/a.rs", 1, "weird (unclosed"))
+    assert result.best is not None
+    assert result.best.record.id == "broken"
+
+
+def test_linear_time_matching_on_a_hostile_pattern() -> None:
+    """`(a+)+$` takes exponential time in a backtracking engine; RE2 answers at once."""
+    hostile = Record.model_validate({"id": "h", "errorMessage": "aaaa", "messagePattern": "(a+)+$"})
+    result = Matcher([hostile]).lookup(header("src/a.rs", 1, "a" * 5000 + "!"))
+    assert result.status in {"matched", "no_known_record"}
+
+
+def test_nothing_to_look_up() -> None:
+    for text in ("", "   \n", "\x00\x01"):
+        result = matcher.lookup(text)
+        assert result.status == "no_panic"
+        assert result.matches == ()
+        assert not result.auto_reply
+
+
+def test_empty_catalog_answers_nothing() -> None:
+    result = Matcher([]).lookup(header(MODULE, 1, "Can't differentiate deform conv 2d backward."))
+    assert result.status == "no_known_record"
+    assert result.matches == ()
