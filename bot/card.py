@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from bot.matcher import Match
@@ -81,7 +82,8 @@ def render_markdown(card: Card) -> str:
     if card.solutions:
         lines += ["**Solutions:**", *[f"{n}. {s}" for n, s in enumerate(card.solutions, 1)], ""]
     if card.example_fix:
-        fence = "````" if "```" in card.example_fix else "```"
+        longest_run = max((len(run) for run in re.findall(r"`+", card.example_fix)), default=0)
+        fence = "`" * max(3, longest_run + 1)
         lines += ["**Example fix:**", f"{fence}{card.example_fix_language}", card.example_fix, fence, ""]
     if card.prevention_tips:
         lines += ["**Prevention:**", *[f"- {tip}" for tip in card.prevention_tips], ""]
@@ -100,5 +102,10 @@ def context_line(card: Card) -> str:
         parts.append("Tags: " + ", ".join(card.tags))
     if card.dataset_version:
         parts.append(f"Data set {card.dataset_version}")
-    parts.append(f"Confidence {card.confidence:.0%}")
+    parts.append(f"Confidence {confidence_percent(card.confidence)}")
     return " · ".join(parts)
+
+
+def confidence_percent(confidence: float) -> str:
+    """Rounded down, so that a capped 0.995 never reads as a certain 100 %."""
+    return f"{int(confidence * 100)}%"

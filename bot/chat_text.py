@@ -12,6 +12,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Slack wraps links, mentions and channel names in <...>; literal angle brackets arrive as &lt; &gt;.
 _SLACK_LINK = re.compile(r"<((?:https?://|mailto:|[#@!]\w)[^<>|\n]*)(?:\|([^<>\n]*))?>")
 _FENCE_WITH_LANGUAGE = re.compile(r"```[A-Za-z0-9_+.-]*[ \t]*(?=\n)")
+# Discord users wrap a single line in inline code: `thread 'main' panicked at ...`
+_INLINE_CODE_LINE = re.compile(r"^([ \t]*)`([^`\n]+)`[ \t]*$", re.MULTILINE)
 _QUOTE_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
 _TIMESTAMP_PREFIX = re.compile(
     r"^[ \t]*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?[ \t]*",
@@ -47,8 +49,11 @@ def normalize_chat_text(text: str) -> str:
     text = _CONTROL.sub("", text)
     text = text.translate(_SMART_QUOTES)
     text = _SLACK_LINK.sub(_slack_link_text, text)
-    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    for entity, char in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&#39;", "'"), ("&#x27;", "'")):
+        text = text.replace(entity, char)
+    text = text.replace("&amp;", "&")
     text = _FENCE_WITH_LANGUAGE.sub("", text)
     text = text.replace("```", "\n")
     text = _QUOTE_PREFIX.sub("", text)
+    text = _INLINE_CODE_LINE.sub(r"\1\2", text)
     return _TIMESTAMP_PREFIX.sub("", text)

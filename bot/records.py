@@ -169,7 +169,8 @@ def _json_values(text: str) -> Iterable[tuple[int, Any | Exception]]:
         if isinstance(whole, dict):
             yield 1, whole
             return
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Not splitlines(): JSON allows U+2028 and friends raw inside strings.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -227,9 +228,10 @@ def decode_catalog_bytes(data: bytes, source: str) -> tuple[str, CatalogProblem 
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
-        problem = CatalogProblem(
-            source, data.count(b"\n", 0, exc.start) + 1, "invalid UTF-8 (bytes replaced)"
-        )
+        # utf-8-sig reports positions after the byte order mark.
+        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        line = data.count(b"\n", 0, start) + 1
+        problem = CatalogProblem(source, line, "invalid UTF-8 (bytes replaced)")
         return data.decode("utf-8-sig", errors="replace"), problem
 
 

@@ -45,8 +45,8 @@ def literal_text(message: str, filler: str = " ") -> str:
 
 
 def specificity(segments: list[str]) -> int:
-    """How much a message says by itself: its literal letters and digits, placeholders not counted."""
-    return sum(ch.isalnum() for segment in segments for ch in segment)
+    """How much a message says by itself: its literal characters but spaces, placeholders not counted."""
+    return sum(not ch.isspace() for segment in segments for ch in segment)
 
 
 def tokens(text: str) -> list[str]:
@@ -109,6 +109,9 @@ def message_variants(message: str) -> list[str]:
         variants.append(assertion.group("msg").strip())
     elif "\n" in text and _ASSERT_LEFT_RIGHT.search(text):
         variants.append(_ASSERT_LEFT_RIGHT.sub("", text).strip())
+    if "\n" in text and not _TENSOR_CHECK.search(text):
+        # Log lines printed right after the panic can run on into the message: its first line alone.
+        variants.append(text.split("\n", 1)[0].strip())
     if _TENSOR_CHECK.search(text):
         variants.extend(m.group("reason") for m in _TENSOR_REASON.finditer(text))
     unique: list[str] = []

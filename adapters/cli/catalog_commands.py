@@ -34,9 +34,9 @@ def run_validate(paths: Sequence[str], console: Console) -> int:
         table.add_row(summary.source, str(summary.records), str(summary.errors))
     console.print(table)
     for problem in [*catalog.errors, *bad_patterns]:
-        console.print(f"error: {problem}", markup=False, highlight=False)
+        console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
     for problem in catalog.duplicates:
-        console.print(f"warning: {problem}", markup=False, highlight=False)
+        console.print(f"warning: {problem}", markup=False, highlight=False, soft_wrap=True)
     bad = len(catalog.errors) + len(bad_patterns)
     console.print(
         f"{len(catalog.entries)} records, {bad} bad, {len(catalog.duplicates)} duplicate ids", markup=False
@@ -56,7 +56,7 @@ def _count_table(title: str, counts: Counter[str]) -> Table:
 def run_stats(paths: Sequence[str], console: Console) -> int:
     catalog = load_catalog(paths)
     for problem in catalog.errors:
-        console.print(f"error: {problem}", markup=False, highlight=False)
+        console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
     records = catalog.records
     console.print(
         f"{len(records)} records in {len(catalog.files)} file(s); "

@@ -6,6 +6,7 @@ This is the terminal adapter: it reads stdin, files and the environment, and han
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -71,6 +72,14 @@ def read_input_bytes(stream: TextIO) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _text_lines(stream: TextIO) -> TextIO:
+    """Stdin as text where invalid UTF-8 is replaced instead of raising mid-batch."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        return stream
+    return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace")
+
+
 def _looks_binary(text: str) -> bool:
     sample = text[:4096]
     if not sample:
@@ -83,7 +92,7 @@ def command_lookup(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     paths = catalog_paths(args.catalog, dict(os.environ))
     service = PanicLookup(open_catalog(paths, err))
     if args.jsonl:
-        return _lookup_jsonl(service, sys.stdin, out, args.limit)
+        return _lookup_jsonl(service, _text_lines(sys.stdin), out, args.limit)
     text = " ".join(args.text) if args.text else read_input_bytes(sys.stdin)
     if not text.strip():
         raise UsageError("nothing to look up: paste a panic on stdin or give words as arguments")

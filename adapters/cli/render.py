@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.markdown import Markdown
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
+from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
-from bot.card import render_markdown
+from bot.card import Card, context_line
 from bot.matcher import LookupResult
 from bot.service import PanicLookup
+
+
+def card_renderable(card: Card) -> RenderableType:
+    """The card's sections as rich text. Not via Markdown: it would take `Tensor<B>` for inline HTML."""
+    parts: list[RenderableType] = [Text(card.title, style="bold")]
+
+    def section(label: str, body: str) -> None:
+        parts.append(Text.assemble("\n", (label, "bold cyan"), " ", body))
+
+    if card.cause:
+        section("What it means:", card.cause)
+    if card.when:
+        section("When it happens:", card.when)
+    if card.solutions:
+        parts.append(Text("\nSolutions:", style="bold cyan"))
+        parts.extend(Text(f" {n}. {s}") for n, s in enumerate(card.solutions, 1))
+    if card.example_fix:
+        parts.append(Text("\nExample fix:", style="bold cyan"))
+        parts.append(Syntax(card.example_fix, card.example_fix_language, word_wrap=True))
+    if card.prevention_tips:
+        parts.append(Text("\nPrevention:", style="bold cyan"))
+        parts.extend(Text(f" - {tip}") for tip in card.prevention_tips)
+    parts.append(Text("\n" + context_line(card), style="dim"))
+    return Group(*parts)
 
 
 def print_result(service: PanicLookup, result: LookupResult, console: Console) -> None:
@@ -23,7 +48,7 @@ def print_result(service: PanicLookup, result: LookupResult, console: Console) -
         console.print(f"[bold yellow]No known record[/] for this panic{where}.", markup=True)
     else:
         title = "Best match" + (" (would auto-reply)" if result.auto_reply else "")
-        console.print(Panel(Markdown(render_markdown(card)), title=title, title_align="left"))
+        console.print(Panel(card_renderable(card), title=title, title_align="left"))
     others = [m for m in result.matches if card is None or m.record.id != card.record_id]
     if others:
         table = Table(title="Nearby records" if card is None else "Alternatives", title_justify="left")

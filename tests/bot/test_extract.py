@@ -210,3 +210,9 @@ def test_extractor_never_raises_on_panic_shaped_junk(parts: list[str]) -> None:
     for panic in extract_panics("".join(parts)):
         if panic.location is not None:
             assert panic.location.line is None or panic.location.line >= 0
+
+
+def test_discord_inline_code_and_html_entities() -> None:
+    panic = only("`thread 'main' panicked at src/lib.rs:1:1:`\n`it&#39;s &quot;broken&quot;`")
+    assert panic.message == 'it\'s "broken"'
+    assert panic.location and panic.location.path == "src/lib.rs"

@@ -163,3 +163,14 @@ def test_empty_catalog_answers_nothing() -> None:
     result = Matcher([]).lookup(header(MODULE, 1, "Can't differentiate deform conv 2d backward."))
     assert result.status == "no_known_record"
     assert result.matches == ()
+
+
+def test_log_lines_run_on_after_the_message() -> None:
+    text = (
+        "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:1498:9:\n"
+        "Can't differentiate avg pool 2d backward.\n"
+        "[INFO] epoch 3 loss 0.25\n"
+    )
+    result = matcher.lookup(text)
+    assert result.best and result.best.record.id == "avgpool"
+    assert result.auto_reply

@@ -1,0 +1,283 @@
+"""Answer cards: what they carry for an analysed seed and for a bare record, and their markdown."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from bot.card import NO_ANALYSIS, Card, render_markdown
+from bot.records import default_catalog, parse_catalog_text
+from bot.service import PanicLookup
+
+AVG_POOL_ID = "8d1d2fa6df3880bd"
+AVG_POOL_PASTE = (
+    "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:1498:9:\n"
+    "Can't differentiate avg pool 2d backward."
+)
+SEED_VERSION = "2026-09-12T17:17:11.597Z"
+
+# The first line of shared/data/burn-panics.jsonl: a catalogued site without analysis.
+BASELINE_LINE = {
+    "record": {
+        "id": "fb80024af605b1bf",
+        "repo": "tracel-ai/burn",
+        "slug": "node-is-not-in-the-backward-states",
+        "errorCode": None,
+        "errorMessage": "Node {node_id:?} is not in the backward_states. ",
+        "messagePattern": "Node (.+?) is not in the backward_states\\. ",
+        "errorType": "panic",
+        "errorClass": None,
+        "httpStatus": None,
+        "severity": "error",
+        "filePath": "crates/burn-autodiff/src/checkpoint/base.rs",
+        "lineNumber": 84,
+        "sourceCode": None,
+        "sourceCodeStart": None,
+        "sourceCodeEnd": None,
+        "githubUrl": (
+            "https://github.com/tracel-ai/burn/blob/2c06be351006851d42fdb6df16b976f4a82d9747/"
+            "crates/burn-autodiff/src/checkpoint/base.rs#L84"
+        ),
+        "documentation": None,
+        "triggerScenarios": None,
+        "commonSituations": None,
+        "solutions": [],
+        "exampleFix": None,
+        "handlingStrategy": None,
+        "validationCode": None,
+        "typeGuard": None,
+        "tryCatchPattern": None,
+        "preventionTips": [],
+        "tags": ["rust", "burn", "burn-autodiff", "autodiff", "panic"],
+        "backgroundTag": "explicit-panic",
+        "analyzedSha": "2c06be351006851d42fdb6df16b976f4a82d9747",
+        "analyzedAt": "2026-08-21T20:08:45.000Z",
+        "contentChangedAt": "2026-08-21T20:08:45.000Z",
+        "schemaVersion": 2,
+    },
+    "datasetVersion": "2026-08-21T20:08:45.000Z",
+}
+BASELINE_PASTE = (
+    "thread 'main' panicked at crates/burn-autodiff/src/checkpoint/base.rs:84:9:\n"
+    "Node NodeId { value: 3 } is not in the backward_states.\n"
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+)
+
+SECTION_HEADINGS = (
+    "**What it means:**",
+    "**When it happens:**",
+    "**Solutions:**",
+    "**Example fix:**",
+    "**Prevention:**",
+)
+
+
+@pytest.fixture(scope="module")
+def seeds() -> PanicLookup:
+    return PanicLookup(default_catalog())
+
+
+@pytest.fixture(scope="module")
+def avg_pool_card(seeds: PanicLookup) -> Card:
+    result = seeds.lookup(AVG_POOL_PASTE)
+    assert result.best is not None
+    assert result.best.record.id == AVG_POOL_ID
+    card = seeds.card(result)
+    assert card is not None
+    return card
+
+
+@pytest.fixture(scope="module")
+def baseline_card() -> Card:
+    catalog = parse_catalog_text(json.dumps(BASELINE_LINE) + "\n", "baseline.jsonl")
+    assert catalog.errors == []
+    service = PanicLookup(catalog)
+    card = service.card(service.lookup(BASELINE_PASTE))
+    assert card is not None
+    return card
+
+
+def seed_record(seeds: PanicLookup, record_id: str = AVG_POOL_ID):
+    return next(record for record in seeds.catalog.records if record.id == record_id)
+
+
+# --- an analysed seed ------------------------------------------------------------------------------------
+
+
+def test_card_title_is_the_pasted_message(avg_pool_card: Card) -> None:
+    assert avg_pool_card.record_id == AVG_POOL_ID
+    assert avg_pool_card.title == "Can't differentiate avg pool 2d backward."
+    assert avg_pool_card.catalog_message == "Can't differentiate avg pool 2d backward."
+
+
+def test_card_title_keeps_the_pasted_values_not_the_catalog_placeholders() -> None:
+    catalog = parse_catalog_text(json.dumps(BASELINE_LINE) + "\n", "baseline.jsonl")
+    service = PanicLookup(catalog)
+    card = service.card(service.lookup(BASELINE_PASTE))
+    assert card is not None
+    assert card.title == "Node NodeId { value: 3 } is not in the backward_states."
+    assert card.catalog_message == "Node {node_id:?} is not in the backward_states. "
+
+
+def test_card_for_typed_words_is_titled_with_the_catalogued_message(seeds: PanicLookup) -> None:
+    result = seeds.lookup("avg pool 2d backward")
+    card = seeds.card(result)
+    assert card is not None
+    assert card.record_id == AVG_POOL_ID
+    assert card.title == "Can't differentiate avg pool 2d backward."
+
+
+def test_card_carries_the_analysis(seeds: PanicLookup, avg_pool_card: Card) -> None:
+    record = seed_record(seeds)
+    assert record.documentation is not None
+    assert avg_pool_card.cause == record.documentation
+    assert avg_pool_card.cause.startswith("The autodiff backend does not implement the backward pass")
+    assert record.triggerScenarios is not None
+    assert record.commonSituations is not None
+    assert avg_pool_card.when == f"{record.triggerScenarios} {record.commonSituations}"
+    assert avg_pool_card.solutions == record.solutions
+    assert len(avg_pool_card.solutions) == 4
+    assert avg_pool_card.example_fix == record.exampleFix
+    assert avg_pool_card.example_fix_language == "rust"
+    assert avg_pool_card.prevention_tips == record.preventionTips
+    assert len(avg_pool_card.prevention_tips) == 3
+    assert avg_pool_card.has_analysis
+
+
+def test_card_carries_source_tags_version_and_confidence(seeds: PanicLookup, avg_pool_card: Card) -> None:
+    assert avg_pool_card.source_url == seed_record(seeds).githubUrl
+    assert avg_pool_card.source_url.endswith("crates/burn-autodiff/src/ops/module.rs#L1480-L1516")
+    assert avg_pool_card.source_label == "crates/burn-autodiff/src/ops/module.rs:1498"
+    assert avg_pool_card.tags == ("rust", "autodiff", "unimplemented", "backward-pass")
+    assert avg_pool_card.dataset_version == SEED_VERSION
+    result = seeds.lookup(AVG_POOL_PASTE)
+    assert result.best is not None
+    assert avg_pool_card.confidence == result.best.confidence
+    assert 0.9 <= avg_pool_card.confidence <= 1.0
+
+
+def test_card_summary_is_one_line(avg_pool_card: Card) -> None:
+    summary = avg_pool_card.summary
+    assert "\n" not in summary
+    assert summary.startswith(
+        "Can't differentiate avg pool 2d backward. (crates/burn-autodiff/src/ops/module.rs:1498): "
+    )
+    assert summary.endswith(avg_pool_card.cause)
+
+
+def test_card_is_frozen(avg_pool_card: Card) -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        avg_pool_card.title = "changed"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        avg_pool_card.confidence = 0.0  # type: ignore[misc]
+
+
+def test_no_card_when_nothing_is_known(seeds: PanicLookup) -> None:
+    result = seeds.lookup(
+        "thread 'main' panicked at src/main.rs:3:5:\nindex out of bounds: the len is 3 but the index is 7"
+    )
+    assert result.best is None
+    assert seeds.card(result) is None
+
+
+# --- a record without analysis ---------------------------------------------------------------------------
+
+
+def test_card_without_analysis_says_so_and_links_the_source(baseline_card: Card) -> None:
+    assert baseline_card.record_id == "fb80024af605b1bf"
+    assert not baseline_card.has_analysis
+    assert baseline_card.cause == NO_ANALYSIS
+    assert baseline_card.when == ""
+    assert baseline_card.solutions == ()
+    assert baseline_card.example_fix == ""
+    assert baseline_card.prevention_tips == ()
+    assert baseline_card.source_url == BASELINE_LINE["record"]["githubUrl"]
+    assert baseline_card.source_label == "crates/burn-autodiff/src/checkpoint/base.rs:84"
+    assert baseline_card.dataset_version == "2026-08-21T20:08:45.000Z"
+
+
+def test_markdown_without_analysis_has_no_empty_sections(baseline_card: Card) -> None:
+    text = render_markdown(baseline_card)
+    assert f"**What it means:** {NO_ANALYSIS}" in text
+    for heading in SECTION_HEADINGS[1:]:
+        assert heading not in text
+    assert "```" not in text
+    assert f"Source: [{baseline_card.source_label}]({baseline_card.source_url})" in text
+    assert "\n\n\n" not in text
+    assert not re.search(r"^\s*(\d+\.|-)\s*$", text, flags=re.MULTILINE)
+
+
+# --- markdown --------------------------------------------------------------------------------------------
+
+
+def test_markdown_has_the_sections_in_order(avg_pool_card: Card) -> None:
+    text = render_markdown(avg_pool_card)
+    assert text.startswith("**Can't differentiate avg pool 2d backward.**\n")
+    positions = [text.index(heading) for heading in SECTION_HEADINGS]
+    assert positions == sorted(positions)
+    context = text.rstrip("\n").splitlines()[-1]
+    assert context.startswith(
+        "Source: [crates/burn-autodiff/src/ops/module.rs:1498](https://github.com/tracel-ai/burn/blob/"
+    )
+    assert "Tags: rust, autodiff, unimplemented, backward-pass" in context
+    assert f"Data set {SEED_VERSION}" in context
+    assert context.endswith(f"Confidence {int(avg_pool_card.confidence * 100)}%")
+    assert text.endswith("\n")
+    assert not text.endswith("\n\n")
+
+
+def test_markdown_numbers_solutions_and_bullets_tips(avg_pool_card: Card) -> None:
+    text = render_markdown(avg_pool_card)
+    for number, solution in enumerate(avg_pool_card.solutions, start=1):
+        assert f"\n{number}. {solution}\n" in text
+    for tip in avg_pool_card.prevention_tips:
+        assert f"\n- {tip}\n" in text
+    when_line = next(line for line in text.splitlines() if line.startswith("**When it happens:**"))
+    assert when_line == f"**When it happens:** {avg_pool_card.when}"
+
+
+def test_markdown_fences_the_example_fix_as_rust(avg_pool_card: Card) -> None:
+    text = render_markdown(avg_pool_card)
+    block = f"**Example fix:**\n```rust\n{avg_pool_card.example_fix}\n```\n"
+    assert block in text
+    assert text.count("```") == 2
+
+
+def test_markdown_uses_a_longer_fence_when_the_example_contains_a_fence(avg_pool_card: Card) -> None:
+    example = "// in the docs:\n```\nlet y = x.avg_pool2d();\n```"
+    text = render_markdown(dataclasses.replace(avg_pool_card, example_fix=example))
+    assert f"**Example fix:**\n````rust\n{example}\n````\n" in text
+    # The inner fence never closes the block early: no line is exactly the opening fence.
+    assert "```rust" not in text.replace("````rust", "")
+
+
+def test_markdown_fence_is_longer_than_any_backtick_run_in_the_example(avg_pool_card: Card) -> None:
+    example = "````md\n```rust\nlet y = x;\n```\n````"
+    text = render_markdown(dataclasses.replace(avg_pool_card, example_fix=example))
+    lines = text.splitlines()
+    opening = lines[lines.index("**Example fix:**") + 1]
+    fence = opening.removesuffix("rust")
+    assert set(fence) == {"`"}
+    assert len(fence) > 4
+
+
+def test_markdown_without_source_or_version_still_ends_with_confidence(avg_pool_card: Card) -> None:
+    card = dataclasses.replace(avg_pool_card, source_url="", source_label="", tags=(), dataset_version="")
+    context = render_markdown(card).rstrip("\n").splitlines()[-1]
+    assert context == f"Confidence {int(card.confidence * 100)}%"
+    label_only = dataclasses.replace(avg_pool_card, source_url="")
+    context = render_markdown(label_only).rstrip("\n").splitlines()[-1]
+    # Without a URL the label is shown as plain text, never as a link to nowhere.
+    assert "crates/burn-autodiff/src/ops/module.rs:1498 · Tags:" in context
+    assert "](" not in context
+
+
+def test_a_capped_confidence_never_reads_as_certain() -> None:
+    from bot.card import confidence_percent
+
+    assert confidence_percent(0.995) == "99%"
+    assert confidence_percent(1.0) == "100%"
+    assert confidence_percent(0.5) == "50%"
