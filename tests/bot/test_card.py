@@ -281,3 +281,19 @@ def test_a_capped_confidence_never_reads_as_certain() -> None:
     assert confidence_percent(0.995) == "99%"
     assert confidence_percent(1.0) == "100%"
     assert confidence_percent(0.5) == "50%"
+
+
+def test_every_record_of_the_shared_catalog_gets_a_useful_card() -> None:
+    from bot.matcher import Match
+    from bot.records import load_catalog
+    from tests.support.pastes import shared_data_dir
+
+    catalog = load_catalog([shared_data_dir() / "burn-panics.jsonl"])
+    assert len(catalog.entries) == 1199
+    for entry in catalog.entries:
+        match = Match(entry.record, 50.0, 0.9, (), 0, True, 0)
+        card = build_card(match, None, entry.dataset_version)
+        text = render_markdown(card)
+        assert card.title and card.cause and card.source_label and card.source_url
+        assert entry.record.filePath in text
+        assert "****" not in text and "\n\n\n" not in text

@@ -1,0 +1,49 @@
+"""Paths as users have them become repository paths."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.paths import canonical_path, common_suffix_length, path_parts
+
+TARGET = "crates/burn-autodiff/src/ops/module.rs"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        TARGET,
+        f"/home/ana/src/burn/{TARGET}",
+        "/home/ana/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/burn-autodiff-0.19.0/src/ops/module.rs",
+        "/root/.cargo/registry/src/mirrors.tuna.tsinghua.edu.cn-df7c3c540f42cdbd/burn-autodiff-0.20.0-pre.1/"
+        "src/ops/module.rs",
+        "~/.cargo/registry/src/index.crates.io-6f17d22bba15001f/burn-autodiff-0.19.0/src/ops/module.rs",
+        f"/home/ana/.cargo/git/checkouts/burn-178c6829e5d8c7a0/2c06be3/{TARGET}",
+        "C:\\Users\\Ana\\.cargo\\registry\\src\\index.crates.io-6f17d22bba15001f\\burn-autodiff-0.19.0\\src\\ops"
+        "\\module.rs",
+        "~\\crates\\burn-autodiff\\src\\ops\\module.rs",
+        "C:\\Users\\me\\burn/crates/burn-autodiff/src\\ops\\module.rs",
+        f"/work/crates/my-app/vendor/burn/{TARGET}",
+        "/src/vendor/burn-autodiff/src/ops/module.rs",
+    ],
+)
+def test_every_shape_becomes_the_repository_path(raw: str) -> None:
+    assert canonical_path(raw) == TARGET
+
+
+def test_paths_outside_a_repository_stay_recognisable() -> None:
+    assert canonical_path("src/ops/module.rs") == "src/ops/module.rs"
+    assert canonical_path("./src/main.rs") == "src/main.rs"
+    assert canonical_path("/rustc/abc/library/core/src/panicking.rs") == "/rustc/abc/library/core/src/panicking.rs"
+
+
+def test_common_suffix_length() -> None:
+    assert common_suffix_length(path_parts("src/ops/module.rs"), path_parts(TARGET)) == 3
+    assert common_suffix_length(path_parts("a/b.rs"), path_parts("c/d.rs")) == 0
+
+
+@given(st.text())
+def test_canonical_path_never_raises(raw: str) -> None:
+    assert isinstance(canonical_path(raw), str)
