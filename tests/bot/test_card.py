@@ -284,6 +284,7 @@ def test_a_capped_confidence_never_reads_as_certain() -> None:
 
 
 def test_every_record_of_the_shared_catalog_gets_a_useful_card() -> None:
+    from bot.card import build_card
     from bot.matcher import Match
     from bot.records import load_catalog
     from tests.support.pastes import shared_data_dir

@@ -18,9 +18,7 @@ def test_literal_angle_brackets_survive_outside_slack() -> None:
 
 
 def test_fences_quotes_smart_quotes_crlf_ansi_timestamps() -> None:
-    text = (
-        "```rust\r\n> \u2018a\u2019 \u201cb\u201d\r\n\x1b[1;31m[2025-07-24T22:25:03.123Z] c\x1b[0m\r\n```"
-    )
+    text = "```rust\r\n> \u2018a\u2019 \u201cb\u201d\r\n\x1b[1;31m[2025-07-24T22:25:03.123Z] c\x1b[0m\r\n```"
     assert normalize_chat_text(text).strip("\n") == "'a' \"b\"\nc"
 
 

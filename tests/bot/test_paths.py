@@ -36,7 +36,8 @@ def test_every_shape_becomes_the_repository_path(raw: str) -> None:
 def test_paths_outside_a_repository_stay_recognisable() -> None:
     assert canonical_path("src/ops/module.rs") == "src/ops/module.rs"
     assert canonical_path("./src/main.rs") == "src/main.rs"
-    assert canonical_path("/rustc/abc/library/core/src/panicking.rs") == "/rustc/abc/library/core/src/panicking.rs"
+    std_path = "/rustc/abc/library/core/src/panicking.rs"
+    assert canonical_path(std_path) == std_path
 
 
 def test_common_suffix_length() -> None:
