@@ -7,7 +7,7 @@ from typing import Any
 from bot.card import Card, build_card
 from bot.extract import Panic
 from bot.matcher import LookupResult, Match, Matcher
-from bot.records import Catalog
+from bot.records import Catalog, Record
 
 
 class PanicLookup:
@@ -17,12 +17,26 @@ class PanicLookup:
         self.catalog = catalog
         self.matcher = Matcher(catalog.records)
         self._versions = {entry.record.id: entry.dataset_version for entry in catalog.entries}
+        self._positions = {record.id: index for index, record in enumerate(self.matcher.records)}
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
         return self.matcher.lookup(text, limit=limit)
 
     def dataset_version(self, record_id: str) -> str | None:
         return self._versions.get(record_id)
+
+    def record(self, record_id: str) -> Record | None:
+        position = self._positions.get(record_id)
+        return None if position is None else self.matcher.records[position]
+
+    def card_for_record(self, record_id: str, confidence: float, pasted: str | None = None) -> Card | None:
+        """The card of a record named by id (a button pressed later), or None when it is gone."""
+        position = self._positions.get(record_id)
+        if position is None:
+            return None
+        record = self.matcher.records[position]
+        match = Match(record, 0.0, confidence, (), 0, True, position)
+        return build_card(match, pasted, self.dataset_version(record_id))
 
     def card(self, result: LookupResult, match: Match | None = None) -> Card | None:
         """The card for `match` (default: the answer); None when the paste has no known record."""

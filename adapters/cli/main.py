@@ -6,6 +6,7 @@ This is the terminal adapter: it reads stdin, files and the environment, and han
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import json
 import os
@@ -138,20 +139,39 @@ def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
 
 
 def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
-    """The bot's main job. Chat adapters are not wired yet; with no credentials it runs the demo."""
+    """The bot's main job: Slack when its token is set (or asked for), else a demo in the terminal."""
     wanted = args.platform
-    credentials = {
-        "slack": ("SLACK_BOT_TOKEN",),
-        "discord": ("DISCORD_TOKEN",),
-    }
-    configured = [name for name, keys in credentials.items() if any(os.environ.get(k) for k in keys)]
-    if wanted and wanted not in configured:
-        raise UsageError(f"{wanted}: set {' '.join(credentials[wanted])} to serve {wanted}")
-    if configured:
-        raise UsageError(
-            f"the {', '.join(configured)} adapter is not built yet (see the open issues); "
-            "unset its token to run the terminal demo"
-        )
+    if wanted == "discord" or (
+        wanted is None and os.environ.get("DISCORD_TOKEN") and not os.environ.get("SLACK_BOT_TOKEN")
+    ):
+        raise UsageError("the Discord adapter is not built yet (see the open issues)")
+    if wanted == "slack" or os.environ.get("SLACK_BOT_TOKEN"):
+        return serve_slack(args, err)
+    return run_demo(out, err)
+
+
+def serve_slack(args: argparse.Namespace, err: Console) -> int:
+    """Settings are read once here and passed down; a bad one stops start-up naming the variable."""
+    # Imported here: the Slack SDKs take a while to load and `lookup` should not wait for them.
+    from adapters.slack.app import build_slack_app  # noqa: PLC0415
+    from adapters.slack.server import run_http, run_socket_mode  # noqa: PLC0415
+    from adapters.slack.settings import SettingsError, load_slack_settings  # noqa: PLC0415
+
+    try:
+        settings = load_slack_settings(http_mode=args.http)
+    except SettingsError as exc:
+        raise UsageError(f"cannot start Slack: {exc}") from None
+    service = PanicLookup(open_catalog(settings.catalog_paths, err))
+    app = build_slack_app(settings, service)
+    if args.http:
+        run_http(app, len(service.matcher), args.host, args.port)
+    else:
+        assert settings.slack_app_token is not None  # load_slack_settings checked it
+        asyncio.run(run_socket_mode(app, settings.slack_app_token.get_secret_value()))
+    return EXIT_OK
+
+
+def run_demo(out: TextIO, err: Console) -> int:
     paths = catalog_paths(None, dict(os.environ))
     service = PanicLookup(open_catalog(paths, err))
     console = Console(file=out, highlight=False)
@@ -195,12 +215,17 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the bot (a terminal demo when no chat credentials are set)"
     )
     serve.add_argument("platform", nargs="?", choices=("slack", "discord"))
+    serve.add_argument(
+        "--http", action="store_true", help="Slack over HTTP (POST /slack/events) instead of Socket Mode"
+    )
+    serve.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on (default 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=3000, help="HTTP mode: port (default 3000)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    err = Console(file=sys.stderr, highlight=False)
+    err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
     args = build_parser().parse_args(argv)
     if getattr(args, "limit", 5) < 1:
         err.print("panicbot: --limit must be 1 or more")

@@ -28,7 +28,13 @@ UNKNOWN_PASTE = (
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test starts from the embedded data set and no chat credentials."""
-    for name in ("PANICBOT_CATALOG", "SLACK_BOT_TOKEN", "DISCORD_TOKEN"):
+    for name in (
+        "PANICBOT_CATALOG",
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "DISCORD_TOKEN",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COLUMNS", "200")
 
@@ -459,19 +465,33 @@ def test_serve_without_credentials_prints_the_demo_card(monkeypatch: pytest.Monk
     assert "panicbot lookup" in out
 
 
-def test_serve_with_a_token_for_an_unbuilt_adapter_is_a_usage_error(
+def test_serve_slack_with_a_bad_setting_names_the_variable_and_hides_the_value(
     monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "not-a-bot-token-s3cret")
     code, out = run(monkeypatch, ["serve"])
     assert code == 2
     assert out == ""
-    assert "slack adapter is not built yet" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "SLACK_BOT_TOKEN" in err
+    assert "s3cret" not in err
 
 
-def test_serve_a_platform_without_its_token_names_the_variable(
-    monkeypatch: pytest.MonkeyPatch, capsys
-) -> None:
+def test_serve_slack_http_needs_the_signing_secret(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.delenv("SLACK_SIGNING_SECRET", raising=False)
+    code, _ = run(monkeypatch, ["serve", "slack", "--http"])
+    assert code == 2
+    assert "SLACK_SIGNING_SECRET is not set" in capsys.readouterr().err
+
+
+def test_serve_slack_without_a_token_names_the_variable(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    code, _ = run(monkeypatch, ["serve", "slack"])
+    assert code == 2
+    assert "SLACK_BOT_TOKEN is not set" in capsys.readouterr().err
+
+
+def test_serve_discord_is_not_built_yet(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     code, _ = run(monkeypatch, ["serve", "discord"])
     assert code == 2
-    assert "DISCORD_TOKEN" in capsys.readouterr().err
+    assert "Discord adapter is not built yet" in capsys.readouterr().err

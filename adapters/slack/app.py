@@ -1,0 +1,393 @@
+"""Slack events in, core calls, Block Kit out: `/panic`, mentions, the message shortcut, opt-in auto-reply,
+share / more / full-fix buttons and 👍/👎 feedback, on Bolt's AsyncApp (HTTP and Socket Mode alike)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack import render
+from adapters.slack.settings import SlackSettings
+from adapters.slack.state import (
+    Clock,
+    Cooldown,
+    ExpiringMap,
+    FeedbackStore,
+    InMemoryFeedbackStore,
+    PostedReply,
+    RecentLookups,
+    SeenEvents,
+)
+from bot.matcher import LookupResult
+from bot.redact import redact
+from bot.service import PanicLookup
+
+log = logging.getLogger("panicbot.slack")
+
+COMMAND = "/panic"
+SHORTCUT_CALLBACK_ID = "explain_panic"
+PLATFORM = "slack"
+_MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
+# Messages that are someone's words; joins, topic changes, bot posts and the like are not.
+_AUTO_REPLY_SUBTYPES = {None, "thread_broadcast", "file_share"}
+
+
+@dataclass
+class SlackState:
+    """Everything the handlers remember, built once per process."""
+
+    clock: Clock = time.monotonic
+    cooldown_seconds: float = 600.0
+    feedback: FeedbackStore = field(default_factory=InMemoryFeedbackStore)
+
+    def __post_init__(self) -> None:
+        self.seen = SeenEvents(self.clock)
+        self.cooldown = Cooldown(self.cooldown_seconds, self.clock)
+        self.replies: ExpiringMap[tuple[str, str], PostedReply] = ExpiringMap(
+            7 * 24 * 3600, 50_000, self.clock
+        )
+        self.lookups = RecentLookups(self.clock)
+
+
+def strip_mentions(text: str) -> str:
+    return _MENTION.sub(" ", text or "").strip()
+
+
+def build_web_client(settings: SlackSettings) -> AsyncWebClient:
+    """The Web API client: Slack's URL or a test server's, retrying where Slack says to (429, 5xx, resets)."""
+    return AsyncWebClient(
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=settings.slack_api_url,
+        timeout=10,
+        retry_handlers=[
+            AsyncRateLimitErrorRetryHandler(max_retry_count=2),
+            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+            AsyncServerErrorRetryHandler(max_retry_count=1),
+        ],
+    )
+
+
+def build_slack_app(
+    settings: SlackSettings,
+    service: PanicLookup,
+    state: SlackState | None = None,
+) -> AsyncApp:
+    """The Bolt app with every listener registered; the same app serves HTTP and Socket Mode."""
+    state = state or SlackState(cooldown_seconds=settings.slack_auto_reply_cooldown_seconds)
+    secret = settings.slack_signing_secret
+    app = AsyncApp(
+        client=build_web_client(settings),
+        signing_secret=secret.get_secret_value() if secret else None,
+        request_verification_enabled=secret is not None,
+        process_before_response=False,
+        raise_error_for_unhandled_request=False,
+    )
+    handlers = _Handlers(settings, service, state)
+    handlers.register(app)
+    return app
+
+
+class _Handlers:
+    def __init__(self, settings: SlackSettings, service: PanicLookup, state: SlackState) -> None:
+        self.settings, self.service, self.state = settings, service, state
+
+    def register(self, app: AsyncApp) -> None:
+        app.middleware(self.drop_redelivered_events)
+        app.command(COMMAND)(self.on_command)
+        app.event("app_mention")(self.on_mention)
+        app.shortcut(SHORTCUT_CALLBACK_ID)(self.on_shortcut)
+        app.event("message")(self.on_message)
+        app.action(render.ACTION_SHARE)(self.on_share)
+        app.action(render.ACTION_MORE)(self.on_more)
+        app.action(render.ACTION_FULL_FIX)(self.on_full_fix)
+        app.action(render.ACTION_VOTE_UP)(self.on_vote)
+        app.action(render.ACTION_VOTE_DOWN)(self.on_vote)
+        app.error(self.on_error)
+
+    # -- plumbing -------------------------------------------------------------------------------------
+
+    async def drop_redelivered_events(self, body: dict[str, Any], next: Any) -> BoltResponse | None:
+        """Slack re-delivers an event it thinks was missed; the first delivery that reached us wins."""
+        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
+        if isinstance(event_id, str) and not self.state.seen.first_time(event_id):
+            log.info("event %s already handled; acknowledging the re-delivery", event_id)
+            return BoltResponse(status=200, body="", headers={"x-slack-no-retry": "1"})
+        await next()
+        return None
+
+    async def on_error(self, error: Exception, body: dict[str, Any]) -> None:
+        log.error("slack handler failed (%s): %s", body.get("type"), error.__class__.__name__, exc_info=error)
+
+    def answer(self, text: str, *, ephemeral: bool) -> tuple[render.SlackMessage, LookupResult | None]:
+        """The message for a paste or query: a card, "no known record", or usage for an empty one."""
+        if not text.strip() or text.strip().lower() == "help":
+            return render.usage_message(), None
+        result = self.service.lookup(text)
+        card = self.service.card(result)
+        if card is None:
+            return render.no_match_message(result, query=text), result
+        key = self.state.lookups.remember(redact(text))
+        message = render.card_message(
+            card,
+            ephemeral=ephemeral,
+            record_id=card.record_id,
+            lookup_key=key,
+            more_available=len(result.matches) > 1,
+        )
+        return message, result
+
+    # -- entry points ---------------------------------------------------------------------------------
+
+    async def on_command(self, ack: Any, command: dict[str, Any], respond: Any) -> None:
+        await ack()
+        message, _ = self.answer(command.get("text") or "", ephemeral=True)
+        await self._respond(respond, message, response_type="ephemeral")
+
+    async def on_shortcut(self, ack: Any, shortcut: dict[str, Any], respond: Any) -> None:
+        await ack()
+        text = (shortcut.get("message") or {}).get("text") or ""
+        if not text.strip():
+            message = render.error_message("That message has no text to explain.")
+        else:
+            message, _ = self.answer(text, ephemeral=True)
+        await self._respond(respond, message, response_type="ephemeral")
+
+    async def on_mention(self, event: dict[str, Any], client: AsyncWebClient) -> None:
+        channel = event.get("channel", "")
+        thread_ts = event.get("thread_ts") or event.get("ts")
+        text = strip_mentions(event.get("text", ""))
+        if not text and event.get("thread_ts"):
+            text = await self._thread_parent_text(client, channel, event["thread_ts"])
+        message, _ = self.answer(text, ephemeral=False)
+        await self._post(client, channel, message, thread_ts=thread_ts)
+
+    async def on_message(self, event: dict[str, Any], client: AsyncWebClient, context: Any) -> None:
+        subtype = event.get("subtype")
+        channel = event.get("channel", "")
+        if subtype == "message_changed":
+            await self._on_edit(event, client)
+            return
+        if subtype == "message_deleted":
+            await self._on_delete(event, client)
+            return
+        if subtype not in _AUTO_REPLY_SUBTYPES or channel not in self.settings.slack_auto_reply_channels:
+            return
+        if event.get("bot_id") or event.get("user") in {None, context.get("bot_user_id")}:
+            return
+        text = event.get("text") or ""
+        bot_user = context.get("bot_user_id")
+        if bot_user and f"<@{bot_user}" in text:
+            return  # a mention: on_mention answers it
+        result = self.service.lookup(text)
+        card = self.service.card(result) if result.auto_reply else None
+        if card is None or not self.state.cooldown.allow(channel, card.record_id):
+            return
+        message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
+        posted = await self._post(client, channel, message, thread_ts=event.get("thread_ts") or event["ts"])
+        if posted is None:
+            self.state.cooldown.release(channel, card.record_id)
+            return
+        self.state.replies.put((channel, event["ts"]), PostedReply(channel, posted, card.record_id))
+
+    async def _on_edit(self, event: dict[str, Any], client: AsyncWebClient) -> None:
+        """An edited paste: update our reply, or remove it when the paste no longer warrants one."""
+        channel = event.get("channel", "")
+        edited = event.get("message") or {}
+        reply = self.state.replies.get((channel, edited.get("ts", "")))
+        if reply is None:
+            return
+        result = self.service.lookup(edited.get("text") or "")
+        card = self.service.card(result) if result.auto_reply else None
+        if card is None:
+            await self._delete(client, reply)
+            self.state.replies.pop((channel, edited.get("ts", "")))
+            return
+        message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
+        try:
+            await client.chat_update(channel=channel, ts=reply.ts, text=message.text, blocks=message.blocks)
+        except SlackApiError as exc:
+            log.warning("chat.update failed in %s: %s", channel, exc.response.get("error"))
+            return
+        self.state.replies.put(
+            (channel, edited.get("ts", "")), PostedReply(channel, reply.ts, card.record_id)
+        )
+
+    async def _on_delete(self, event: dict[str, Any], client: AsyncWebClient) -> None:
+        channel = event.get("channel", "")
+        reply = self.state.replies.pop((channel, event.get("deleted_ts", "")))
+        if reply is not None:
+            await self._delete(client, reply)
+
+    # -- buttons --------------------------------------------------------------------------------------
+
+    async def on_share(
+        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any, client: AsyncWebClient
+    ) -> None:
+        await ack()
+        value = render.parse_action_value(action.get("value", ""))
+        record_id = value.record_id
+        card = self.service.card_for_record(record_id, confidence=value.confidence)
+        user = (body.get("user") or {}).get("id", "")
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        if card is None or not channel:
+            await self._respond(respond, render.error_message("That card is no longer available."))
+            return
+        message = render.card_message(
+            card, ephemeral=False, record_id=record_id, shared_by=user, more_available=False
+        )
+        thread_ts = (body.get("container") or {}).get("thread_ts")
+        if await self._post(client, channel, message, thread_ts=thread_ts) is not None:
+            await self._respond(respond, None, delete_original=True)
+        else:
+            await self._respond(
+                respond,
+                render.error_message(
+                    "I could not post in this channel: invite me with /invite @panicbot and try again."
+                ),
+            )
+
+    async def on_more(self, ack: Any, action: dict[str, Any], respond: Any) -> None:
+        await ack()
+        value = render.parse_action_value(action.get("value", ""))
+        record_id, key = value.record_id, value.lookup_key
+        query = self.state.lookups.recall(key) if key else None
+        if query is None:
+            await self._respond(respond, render.error_message("That lookup has expired: run /panic again."))
+            return
+        result = self.service.lookup(query, limit=8)
+        await self._respond(
+            respond,
+            render.more_matches_message(result, skip_record_id=record_id),
+            response_type="ephemeral",
+            replace_original=False,
+        )
+
+    async def on_full_fix(self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any) -> None:
+        await ack()
+        value = render.parse_action_value(action.get("value", ""))
+        record_id, key = value.record_id, value.lookup_key
+        card = self.service.card_for_record(record_id, confidence=value.confidence)
+        if card is None:
+            await self._respond(respond, render.error_message("That card is no longer available."))
+            return
+        ephemeral = bool((body.get("container") or {}).get("is_ephemeral"))
+        message = render.card_message(
+            card,
+            ephemeral=ephemeral,
+            record_id=record_id,
+            lookup_key=key,
+            full_fix=True,
+            more_available=ephemeral,
+        )
+        await self._respond(respond, message, replace_original=ephemeral, response_type="ephemeral")
+
+    async def on_vote(
+        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any, client: AsyncWebClient
+    ) -> None:
+        await ack()
+        value = render.parse_action_value(action.get("value", ""))
+        record_id, key = value.record_id, value.lookup_key
+        vote = "up" if action.get("action_id") == render.ACTION_VOTE_UP else "down"
+        user = (body.get("user") or {}).get("id", "")
+        container = body.get("container") or {}
+        place = f"{container.get('channel_id', '')}/{container.get('message_ts', '')}"
+        try:
+            self.state.feedback.record_vote(
+                record_id=record_id, user_id=user, vote=vote, platform=PLATFORM, place=place
+            )
+        except Exception:  # the store may be a database: a failure must not lose the user's click silently
+            log.exception("storing a vote failed")
+            await self._respond(
+                respond,
+                render.error_message("Your vote could not be saved; try again later."),
+                response_type="ephemeral",
+                replace_original=False,
+            )
+            return
+        card = self.service.card_for_record(record_id, confidence=value.confidence)
+        if card is None:
+            return
+        ephemeral = bool(container.get("is_ephemeral"))
+        message = render.card_message(
+            card,
+            ephemeral=ephemeral,
+            record_id=record_id,
+            lookup_key=key,
+            vote=vote,
+            more_available=ephemeral,
+        )
+        if ephemeral:
+            await self._respond(respond, message, replace_original=True, response_type="ephemeral")
+            return
+        try:
+            await client.chat_update(
+                channel=container.get("channel_id", ""),
+                ts=container.get("message_ts", ""),
+                text=message.text,
+                blocks=message.blocks,
+            )
+        except SlackApiError as exc:
+            log.warning("chat.update after a vote failed: %s", exc.response.get("error"))
+
+    # -- Slack calls that never raise -----------------------------------------------------------------
+
+    async def _thread_parent_text(self, client: AsyncWebClient, channel: str, thread_ts: str) -> str:
+        try:
+            replies = await client.conversations_replies(
+                channel=channel, ts=thread_ts, limit=1, inclusive=True
+            )
+        except SlackApiError as exc:
+            log.warning("conversations.replies failed in %s: %s", channel, exc.response.get("error"))
+            return ""
+        messages = replies.get("messages") or []
+        return strip_mentions(messages[0].get("text", "")) if messages else ""
+
+    async def _post(
+        self, client: AsyncWebClient, channel: str, message: render.SlackMessage, thread_ts: str | None = None
+    ) -> str | None:
+        """chat.postMessage; the new message's ts, or None (logged) when Slack refused."""
+        try:
+            response = await client.chat_postMessage(
+                channel=channel,
+                thread_ts=thread_ts,
+                text=message.text,
+                blocks=message.blocks,
+                unfurl_links=False,
+            )
+        except SlackApiError as exc:
+            log.warning("chat.postMessage failed in %s: %s", channel, exc.response.get("error"))
+            return None
+        except Exception as exc:  # timeouts and connection errors after the retries
+            log.warning("chat.postMessage failed in %s: %s", channel, exc.__class__.__name__)
+            return None
+        ts = response.get("ts")
+        return ts if isinstance(ts, str) else None
+
+    async def _delete(self, client: AsyncWebClient, reply: PostedReply) -> None:
+        try:
+            await client.chat_delete(channel=reply.channel, ts=reply.ts)
+        except SlackApiError as exc:
+            log.warning("chat.delete failed in %s: %s", reply.channel, exc.response.get("error"))
+        self.state.cooldown.release(reply.channel, reply.record_id)
+
+    async def _respond(self, respond: Any, message: render.SlackMessage | None, **options: Any) -> None:
+        try:
+            if message is None:
+                await respond(**options)
+            else:
+                await respond(text=message.text, blocks=message.blocks, **options)
+        except Exception as exc:  # response_url expired (30 min) or unreachable
+            log.warning("response_url post failed: %s", exc.__class__.__name__)

@@ -1,0 +1,556 @@
+"""Block Kit for panicbot's Slack answers: the card, no-match notes, more matches, help and errors.
+
+Pure: core results in, `SlackMessage` (notification text + block dicts) out. Blocks are built with
+`slack_sdk.models.blocks`, whose `to_dict()` checks Slack's per-block limits; the budgets here keep whole
+messages under the limits the SDK does not check (block count, total size).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    DividerBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+
+from bot.card import NO_ANALYSIS, Card, confidence_percent
+from bot.matcher import LookupResult, Match
+
+ACTION_SHARE = "panicbot_share"
+ACTION_MORE = "panicbot_more"
+ACTION_FULL_FIX = "panicbot_full_fix"
+ACTION_VOTE_UP = "panicbot_vote_up"
+ACTION_VOTE_DOWN = "panicbot_vote_down"
+
+HEADER_MAX = HeaderBlock.text_max_length  # 150
+SECTION_MAX = SectionBlock.text_max_length  # 3,000
+# Slack allows 50 blocks; staying strictly below leaves no off-by-one doubt.
+MAX_BLOCKS = 49
+# Messages whose blocks total ~12-13k characters fail with msg_blocks_too_long. The JSON of the blocks
+# (ASCII-escaped, so every non-ASCII character counts several times) over-counts: a strict budget.
+MESSAGE_BUDGET = 12_000
+FALLBACK_MAX = 300
+CONTEXT_MAX = 1_000
+# A part cut below this many characters says too little to keep: it is dropped instead.
+MIN_PART = 200
+# Each squeeze keeps this share of the part it shrinks.
+SHRINK = 0.9
+
+ELLIPSIS = "…"
+FENCE = "```"
+# Looks like a backtick but cannot close Slack's code block early.
+FENCE_STANDIN = "ʼ"
+_VOTE_EMOJI = {"up": "👍", "down": "👎"}
+_USER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
+_LONG_BACKTICKS = re.compile(r"`{3,}")
+_WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    """What a listener posts: `text` is the notification/fallback, `blocks` the Block Kit payload."""
+
+    text: str
+    blocks: list[dict[str, Any]]
+
+
+# -- text helpers -------------------------------------------------------------------------------------
+
+
+def escape_mrkdwn(text: str) -> str:
+    """Slack's control characters as entities, `&` first so the others are not escaped twice."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _hard_cut(text: str, limit: int) -> str:
+    """At most `limit` characters of escaped text, never ending inside an `&amp;`/`&lt;`/`&gt;` entity."""
+    head = text[: max(limit, 0)]
+    amp = head.rfind("&", max(len(head) - 4, 0))
+    if len(head) < len(text) and amp != -1 and ";" not in head[amp:]:
+        head = head[:amp]
+    return head
+
+
+def _cut(text: str, limit: int) -> str:
+    """Escaped text cut to `limit` characters on a line, else a word boundary, marked with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    room = limit - len(ELLIPSIS)
+    head = _hard_cut(text, room)
+    # A boundary far back would throw away most of the room: then a hard cut reads better.
+    for separator in ("\n", " "):
+        at = head.rfind(separator)
+        if at >= room // 2:
+            return head[:at].rstrip() + ELLIPSIS
+    return head + ELLIPSIS
+
+
+def _one_line(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def _link(url: str, label: str) -> str:
+    """A `<url|label>` link; `label` is raw text. `|` and `>` would end the link early, so they go."""
+    safe_url = escape_mrkdwn(url.strip()).replace("|", "%7C").replace(" ", "%20")
+    return f"<{safe_url}|{escape_mrkdwn(label).replace('|', '¦')}>"
+
+
+def _mrkdwn(text: str) -> MarkdownTextObject:
+    # verbatim: Slack must not turn pasted `@here` or channel names into live mentions; the links and user
+    # mentions built here use the explicit <...> syntax, which still works.
+    return MarkdownTextObject(text=text, verbatim=True)
+
+
+def _section(text: str) -> SectionBlock:
+    return SectionBlock(text=_mrkdwn(_cut(text, SECTION_MAX)))
+
+
+def _context(text: str) -> ContextBlock:
+    return ContextBlock(elements=[_mrkdwn(_cut(text, SECTION_MAX))])
+
+
+def _button(label: str, action_id: str, value: str, style: str | None = None) -> ButtonElement:
+    return ButtonElement(text=PlainTextObject(text=label), action_id=action_id, value=value, style=style)
+
+
+def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
+    # to_dict() runs the SDK's validators: an over-long header or section raises here, not at Slack.
+    return [block.to_dict() for block in blocks]
+
+
+def message_size(blocks: list[dict[str, Any]]) -> int:
+    """The size the budget is measured in: the blocks as (ASCII) JSON."""
+    return len(json.dumps(blocks))
+
+
+def _fits(blocks: list[dict[str, Any]]) -> bool:
+    return len(blocks) <= MAX_BLOCKS and message_size(blocks) <= MESSAGE_BUDGET
+
+
+def _fallback(text: str) -> str:
+    return _cut(escape_mrkdwn(_one_line(text)), FALLBACK_MAX)
+
+
+def _list_text(label: str, items: list[str], numbered: bool, limit: int) -> str:
+    """`label` and as many escaped items as fit in `limit`, then how many were left out."""
+    lines = [label]
+    size = len(label)
+    for index, item in enumerate(items):
+        marker = f"{index + 1}." if numbered else "•"
+        line = f"{marker} {escape_mrkdwn(_one_line(item))}"
+        # Room for the "…and N more" line, should a later item not fit.
+        note_room = 20 if index + 1 < len(items) else 0
+        if size + 1 + len(line) + note_room <= limit:
+            lines.append(line)
+            size += 1 + len(line)
+            continue
+        shown = index
+        if index == 0:
+            # A first item longer than the room is cut rather than lost: the list says something.
+            lines.append(_cut(line, limit - size - 1 - note_room))
+            shown = 1
+        if len(items) > shown:
+            lines.append(f"_{ELLIPSIS}and {len(items) - shown} more_")
+        break
+    return "\n".join(lines)
+
+
+# -- the code block -----------------------------------------------------------------------------------
+
+
+def _code_text(fix: str) -> str:
+    """The fix as it goes between fences: escaped, with no run of three backticks left inside."""
+    return escape_mrkdwn(_LONG_BACKTICKS.sub(lambda run: FENCE_STANDIN * len(run.group()), fix))
+
+
+def _take_lines(code: str, limit: int) -> tuple[str, int, bool]:
+    """Whole lines of `code` within `limit` characters: (text, lines left out, whether it was cut).
+
+    Only a first line longer than the whole room is cut inside, so that something is shown.
+    """
+    if len(code) <= limit:
+        return code, 0, False
+    lines = code.split("\n")
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        extra = len(line) + (1 if kept else 0)
+        if size + extra > limit:
+            break
+        kept.append(line)
+        size += extra
+    if not kept:
+        return _cut(lines[0], limit), len(lines) - 1, True
+    return "\n".join(kept), len(lines) - len(kept), True
+
+
+def _pieces(line: str, size: int) -> list[str]:
+    """A line split into pieces of at most `size` characters, never inside an entity."""
+    pieces = []
+    while len(line) > size:
+        # An entity is never split, unless the room is too small to hold one at all.
+        head = _hard_cut(line, size) or line[:size]
+        pieces.append(head)
+        line = line[len(head) :]
+    pieces.append(line)
+    return pieces
+
+
+def _chunks(code: str, size: int) -> list[str]:
+    """`code` in runs of whole lines of at most `size` characters (longer lines are split)."""
+    chunks: list[str] = []
+    current: list[str] = []
+    length = 0
+    for line in code.split("\n"):
+        for piece in _pieces(line, size):
+            extra = len(piece) + (1 if current else 0)
+            if current and length + extra > size:
+                chunks.append("\n".join(current))
+                current, length, extra = [], 0, len(piece)
+            current.append(piece)
+            length += extra
+    chunks.append("\n".join(current))
+    return chunks
+
+
+def _fenced(label: str, code: str, note: str = "") -> str:
+    # Newlines around the code keep a backtick at its edge from merging with the fence.
+    text = f"{label}\n{FENCE}\n{code}\n{FENCE}"
+    return f"{text}\n{note}" if note else text
+
+
+def _fence_overhead(label: str, note_room: int) -> int:
+    return len(_fenced(label, "")) + note_room
+
+
+def _cut_note(lines_left: int) -> str:
+    if lines_left:
+        return f"_{ELLIPSIS}cut here: {lines_left} more line{'s' if lines_left != 1 else ''}_"
+    return f"_{ELLIPSIS}cut here_"
+
+
+def _fix_sections(card: Card, limit: int, full: bool) -> tuple[list[str], bool]:
+    """Section texts for the example fix within `limit` characters of code; and whether it was cut."""
+    code = _code_text(card.example_fix)
+    label = "*Example fix*"
+    note_room = 40
+    if limit <= 0:
+        return [f"{label}: too long for this card{'.' if full else ' (button below).'}"], True
+    if not full:
+        room = min(limit, SECTION_MAX - _fence_overhead(label, note_room))
+        shown, lines_left, cut = _take_lines(code, room)
+        return [_fenced(label, shown, _cut_note(lines_left) if cut else "")], cut
+    shown, lines_left, cut = _take_lines(code, limit)
+    chunk_room = SECTION_MAX - _fence_overhead(f"{label} (99/99)", note_room)
+    chunks = _chunks(shown, chunk_room)
+    texts = []
+    for number, chunk in enumerate(chunks, 1):
+        part = label if len(chunks) == 1 else f"{label} ({number}/{len(chunks)})"
+        last = number == len(chunks)
+        texts.append(_fenced(part, chunk, _cut_note(lines_left) if cut and last else ""))
+    return texts, cut
+
+
+# -- cards ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    """How much of each part of a card to show; squeezed step by step until the message fits."""
+
+    prevention: bool = True
+    limits: dict[str, int] = field(default_factory=dict)
+
+    def squeeze(self, full_fix: bool) -> bool:
+        """Shrink the next part; False when nothing is left to shrink."""
+        if self.prevention:
+            self.prevention = False
+            return True
+        if self.limits["solutions"] > 0:
+            self._shrink("solutions")
+            return True
+        # Asked for the whole fix, the reader gives up the prose first.
+        order = ["cause", "when", "context"] if full_fix else ["cause", "when", "fix", "context"]
+        candidates = [name for name in order if self.limits[name] > self._floor(name)]
+        if not candidates and full_fix and self.limits["fix"] > 0:
+            candidates = ["fix"]
+        if not candidates:
+            return False
+        self._shrink(max(candidates, key=lambda name: self.limits[name]))
+        return True
+
+    @staticmethod
+    def _floor(name: str) -> int:
+        # The context line carries the source link and the confidence: it is cut, never dropped.
+        return MIN_PART if name == "context" else 0
+
+    def _shrink(self, name: str) -> None:
+        smaller = int(self.limits[name] * SHRINK)
+        self.limits[name] = max(smaller, self._floor(name)) if smaller >= MIN_PART else self._floor(name)
+
+
+def _header(card: Card) -> HeaderBlock:
+    title = _one_line(card.title) or _one_line(card.catalog_message) or card.record_id or "Rust panic"
+    # Plain text, but Slack still decodes &amp;/&lt;/&gt; in text objects; emoji=False keeps `:x:` literal.
+    return HeaderBlock(text=PlainTextObject(text=_cut(escape_mrkdwn(title), HEADER_MAX), emoji=False))
+
+
+def slack_context_line(card: Card, limit: int = CONTEXT_MAX) -> str:
+    """Source link, tags, data set version and confidence as Slack mrkdwn.
+
+    The source and the confidence always stay (a link is never cut through); the data set version and
+    then the tags give way to `limit`.
+    """
+    source = ""
+    label = card.source_label or ("source" if card.source_url else "")
+    if label:
+        label = label if len(label) <= 200 else ELLIPSIS + label[-199:]
+        linked = card.source_url and len(card.source_url) <= 1_000
+        source = f"Source: {_link(card.source_url, label)}" if linked else escape_mrkdwn(label)
+    confidence = f"Confidence {confidence_percent(card.confidence)}"
+    version = "Data set " + escape_mrkdwn(card.dataset_version[:100]) if card.dataset_version else ""
+
+    def join(*parts: str) -> str:
+        return " · ".join(part for part in parts if part)
+
+    line = join(source, confidence)
+    if version and len(join(source, version, confidence)) <= limit:
+        line = join(source, version, confidence)
+    else:
+        version = ""
+    room = limit - len(line) - len(" · Tags: ")
+    if card.tags and room >= 20:
+        tags = _cut(escape_mrkdwn(", ".join(_one_line(tag) for tag in card.tags)), room)
+        line = join(source, f"Tags: {tags}", version, confidence)
+    return line
+
+
+def _card_blocks(
+    card: Card,
+    plan: _Plan,
+    *,
+    ephemeral: bool,
+    record_id: str,
+    lookup_key: str | None,
+    vote: str | None,
+    shared_by: str | None,
+    full_fix: bool,
+    more_available: bool,
+) -> list[Block]:
+    blocks: list[Block] = [_header(card)]
+    if shared_by:
+        who = f"<@{shared_by}>" if _USER_ID.fullmatch(shared_by) else escape_mrkdwn(shared_by)
+        blocks.append(_context(f"Shared by {who}"))
+    fix_cut = False
+    if not card.has_analysis:
+        blocks.append(_section(escape_mrkdwn(NO_ANALYSIS)))
+    else:
+        limits = plan.limits
+        if card.cause and limits["cause"]:
+            label = "*What it means*\n"
+            blocks.append(_section(label + _cut(escape_mrkdwn(card.cause), limits["cause"] - len(label))))
+        if card.when and limits["when"]:
+            label = "*When it happens*\n"
+            blocks.append(_section(label + _cut(escape_mrkdwn(card.when), limits["when"] - len(label))))
+        if card.solutions and limits["solutions"]:
+            text = _list_text("*Solutions*", list(card.solutions), True, limits["solutions"])
+            blocks.append(_section(text))
+        if card.example_fix:
+            texts, fix_cut = _fix_sections(card, limits["fix"], full_fix)
+            blocks.extend(_section(text) for text in texts)
+        if card.prevention_tips and plan.prevention:
+            blocks.append(
+                _section(_list_text("*Prevention*", list(card.prevention_tips), False, SECTION_MAX))
+            )
+    blocks.append(DividerBlock())
+    blocks.append(_context(slack_context_line(card, plan.limits["context"])))
+    if vote:
+        blocks.append(_context(f"You voted {_VOTE_EMOJI[vote]}"))
+    buttons = []
+    value = action_value(record_id, lookup_key, card.confidence)
+    if ephemeral:
+        buttons.append(_button("Share in channel", ACTION_SHARE, value, "primary"))
+        if more_available and lookup_key:
+            buttons.append(_button("More matches", ACTION_MORE, value))
+    if fix_cut and not full_fix:
+        buttons.append(_button("Show full example fix", ACTION_FULL_FIX, value))
+    buttons.append(_button("👍", ACTION_VOTE_UP, value, "primary" if vote == "up" else None))
+    buttons.append(_button("👎", ACTION_VOTE_DOWN, value, "danger" if vote == "down" else None))
+    blocks.append(ActionsBlock(elements=buttons))
+    return blocks
+
+
+@dataclass(frozen=True)
+class ActionValue:
+    """What a card's buttons carry: the record, the stored lookup behind the card, and its confidence."""
+
+    record_id: str
+    lookup_key: str | None
+    confidence: float
+
+
+def action_value(record_id: str, lookup_key: str | None, confidence: float) -> str:
+    return f"{record_id}|{lookup_key or ''}|{confidence:.3f}"
+
+
+def parse_action_value(value: str) -> ActionValue:
+    """The inverse of `action_value`; a bare record id (or junk) parses without raising."""
+    record_id, _, rest = (value or "").partition("|")
+    key, _, confidence = rest.partition("|")
+    try:
+        number = min(1.0, max(0.0, float(confidence)))
+    except ValueError:
+        number = 0.0
+    return ActionValue(record_id, key or None, number)
+
+
+def card_message(
+    card: Card,
+    *,
+    ephemeral: bool,
+    record_id: str,
+    lookup_key: str | None = None,
+    vote: str | None = None,
+    shared_by: str | None = None,
+    full_fix: bool = False,
+    more_available: bool = True,
+) -> SlackMessage:
+    """The answer card. Too big for one message, it drops the prevention tips, then cuts the solutions,
+    then the longest prose (with `full_fix`, the fix is kept whole as long as anything else can give)."""
+    if vote not in (None, "up", "down"):
+        raise ValueError(f"vote must be 'up', 'down' or None, not {vote!r}")
+    plan = _Plan(
+        limits={
+            "cause": SECTION_MAX,
+            "when": SECTION_MAX,
+            "solutions": SECTION_MAX,
+            "fix": len(_code_text(card.example_fix)) if full_fix else SECTION_MAX,
+            "context": CONTEXT_MAX,
+        }
+    )
+    while True:
+        built = _card_blocks(
+            card,
+            plan,
+            ephemeral=ephemeral,
+            record_id=record_id,
+            lookup_key=lookup_key,
+            vote=vote,
+            shared_by=shared_by,
+            full_fix=full_fix,
+            more_available=more_available,
+        )
+        blocks = _dicts(built)
+        if _fits(blocks) or not plan.squeeze(full_fix):
+            return SlackMessage(text=_fallback(card.summary), blocks=blocks)
+
+
+# -- other messages ------------------------------------------------------------------------------------
+
+
+def _match_line(match: Match) -> str:
+    """One record of a list: its message (linked to the source), where it is raised, the confidence."""
+    record = match.record
+    message = _one_line(record.errorMessage)
+    message = message if len(message) <= 150 else message[:149] + ELLIPSIS
+    head = _link(record.githubUrl, message) if record.githubUrl else f"*{escape_mrkdwn(message)}*"
+    where = ""
+    if record.filePath:
+        location = f"{record.filePath}:{record.lineNumber}" if record.lineNumber else record.filePath
+        where = f" · `{escape_mrkdwn(location[-200:])}`"
+    return f"{head}{where} · confidence {confidence_percent(match.confidence)}"
+
+
+def _bullets(lines: list[str], limit: int) -> str:
+    """Formatted lines (links inside: not cut, not escaped again) as bullets within `limit` characters."""
+    out: list[str] = []
+    size = 0
+    for index, line in enumerate(lines):
+        bullet = f"• {line}"
+        if size + len(bullet) + 1 > limit - 20:
+            out.append(f"_{ELLIPSIS}and {len(lines) - index} more_")
+            break
+        out.append(bullet)
+        size += len(bullet) + 1
+    return "\n".join(out)
+
+
+def _list_message(text: str, intro: str, label: str, matches: list[Match], outro: str = "") -> SlackMessage:
+    """An intro section, then the matches as a list; the list shrinks until the message fits."""
+    lines = [_match_line(match) for match in matches]
+    limit = SECTION_MAX
+    while True:
+        blocks: list[Block] = [_section(intro)]
+        if lines:
+            head = f"{label}\n" if label else ""
+            blocks.append(_section(head + _bullets(lines, limit - len(head))))
+        if outro:
+            blocks.append(_context(outro))
+        dicts = _dicts(blocks)
+        if _fits(dicts) or limit < MIN_PART:
+            return SlackMessage(text=_fallback(text), blocks=dicts)
+        limit = int(limit * SHRINK)
+
+
+def no_match_message(result: LookupResult, *, query: str) -> SlackMessage:
+    """No known record: says so, quotes what was looked up, and lists nearby records (never a card)."""
+    if not result.panics:
+        intro = (
+            "I found no Rust panic in that text. Paste the panic as printed (from `thread '…' panicked at`)"
+            " or type a few words of its message."
+        )
+        return _list_message("No Rust panic found in that text.", intro, "", [])
+    panic = result.panics[result.answer_panic or 0]
+    looked_up = _one_line(panic.message) or _one_line(query)
+    # A backtick in the path would end the inline code early.
+    location = escape_mrkdwn(str(panic.location).replace("`", "'")) if panic.location else ""
+    where = f" at `{location}`" if location else ""
+    intro = f":mag: *No known record* for this panic{where}."
+    if looked_up:
+        intro += "\n>" + _cut(escape_mrkdwn(looked_up), 300)
+    nearby = list(result.matches)
+    outro = "" if nearby else "Nothing in the catalog comes close."
+    label = "*Nearby records* (not the same message)"
+    return _list_message("No known record for this panic.", intro, label, nearby, outro)
+
+
+def more_matches_message(result: LookupResult, *, skip_record_id: str | None) -> SlackMessage:
+    """The next best records after the one already shown, with their confidence and source links."""
+    others = [match for match in result.matches if match.record.id != skip_record_id]
+    if not others:
+        return _list_message("No other matches.", "No other matches for this panic.", "", [])
+    records = f"{len(others)} record{'s' if len(others) != 1 else ''}"
+    intro = f"*Other matches* ({records}, best first)"
+    return _list_message(f"Other matches: {records}.", intro, "", others)
+
+
+def usage_message() -> SlackMessage:
+    """How to ask panicbot: the slash command, a mention, the message shortcut."""
+    text = (
+        "*panicbot* explains Rust panics from the Burn catalog.\n"
+        "• `/panic &lt;paste or words&gt;`: paste a panic, or type a few words of its message. "
+        "The answer is shown only to you; *Share in channel* posts it for everyone.\n"
+        "• Mention the bot with a paste, in a channel or a thread: it answers in the thread.\n"
+        "• In a thread, where slash commands do not work, use panicbot's message shortcut "
+        "(the message's ⋯ menu) on the message holding the panic."
+    )
+    fallback = "Use /panic <paste or words>, mention the bot with a paste, or use its message shortcut."
+    return SlackMessage(text=_fallback(fallback), blocks=_dicts([_section(text)]))
+
+
+def error_message(text: str) -> SlackMessage:
+    """A short note for the user when something failed; `text` is plain, it is escaped here."""
+    note = _one_line(text) or "Something went wrong."
+    body = _cut(escape_mrkdwn(note), 1_000)
+    return SlackMessage(text=_fallback(note), blocks=_dicts([_section(f":warning: {body}")]))
