@@ -215,6 +215,10 @@ class _Handlers:
             await self._delete(client, reply)
             self.state.replies.pop((channel, edited.get("ts", "")))
             return
+        if card.record_id != reply.record_id:
+            # The reply now answers another record: the cooldown follows it.
+            self.state.cooldown.release(channel, reply.record_id)
+            self.state.cooldown.allow(channel, card.record_id)
         message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
         try:
             await client.chat_update(channel=channel, ts=reply.ts, text=message.text, blocks=message.blocks)
@@ -320,18 +324,23 @@ class _Handlers:
         card = self.service.card_for_record(record_id, confidence=value.confidence)
         if card is None:
             return
-        ephemeral = bool(container.get("is_ephemeral"))
-        message = render.card_message(
-            card,
-            ephemeral=ephemeral,
-            record_id=record_id,
-            lookup_key=key,
-            vote=vote,
-            more_available=ephemeral,
-        )
-        if ephemeral:
+        if container.get("is_ephemeral"):
+            message = render.card_message(
+                card, ephemeral=True, record_id=record_id, lookup_key=key, vote=vote
+            )
             await self._respond(respond, message, replace_original=True, response_type="ephemeral")
             return
+        # A public card speaks for nobody in particular: it shows everyone's count, and who shared it.
+        tally = self.state.feedback.tally(record_id=record_id, platform=PLATFORM, place=place)
+        message = render.card_message(
+            card,
+            ephemeral=False,
+            record_id=record_id,
+            lookup_key=key,
+            tally=tally,
+            shared_by=value.shared_by,
+            more_available=False,
+        )
         try:
             await client.chat_update(
                 channel=container.get("channel_id", ""),
@@ -386,8 +395,13 @@ class _Handlers:
     async def _respond(self, respond: Any, message: render.SlackMessage | None, **options: Any) -> None:
         try:
             if message is None:
-                await respond(**options)
+                response = await respond(**options)
             else:
-                await respond(text=message.text, blocks=message.blocks, **options)
-        except Exception as exc:  # response_url expired (30 min) or unreachable
+                response = await respond(text=message.text, blocks=message.blocks, **options)
+        except Exception as exc:  # response_url unreachable
             log.warning("response_url post failed: %s", exc.__class__.__name__)
+            return
+        status = getattr(response, "status_code", 200)
+        if isinstance(status, int) and status >= 400:
+            # The webhook client returns Slack's refusal (expired_url after 30 minutes) instead of raising.
+            log.warning("response_url post refused: %s %s", status, getattr(response, "body", ""))

@@ -344,6 +344,7 @@ def _card_blocks(
     record_id: str,
     lookup_key: str | None,
     vote: str | None,
+    tally: dict[str, int] | None,
     shared_by: str | None,
     full_fix: bool,
     more_available: bool,
@@ -377,8 +378,12 @@ def _card_blocks(
     blocks.append(_context(slack_context_line(card, plan.limits["context"])))
     if vote:
         blocks.append(_context(f"You voted {_VOTE_EMOJI[vote]}"))
+    elif tally and any(tally.values()):
+        # A public card speaks for nobody in particular: it shows the count, not one reader's vote.
+        up, down = tally.get("up", 0), tally.get("down", 0)
+        blocks.append(_context(f"{_VOTE_EMOJI['up']} {up} · {_VOTE_EMOJI['down']} {down}"))
     buttons = []
-    value = action_value(record_id, lookup_key, card.confidence)
+    value = action_value(record_id, lookup_key, card.confidence, shared_by)
     if ephemeral:
         buttons.append(_button("Share in channel", ACTION_SHARE, value, "primary"))
         if more_available and lookup_key:
@@ -398,21 +403,25 @@ class ActionValue:
     record_id: str
     lookup_key: str | None
     confidence: float
+    shared_by: str | None = None
 
 
-def action_value(record_id: str, lookup_key: str | None, confidence: float) -> str:
-    return f"{record_id}|{lookup_key or ''}|{confidence:.3f}"
+def action_value(
+    record_id: str, lookup_key: str | None, confidence: float, shared_by: str | None = None
+) -> str:
+    return f"{record_id}|{lookup_key or ''}|{confidence:.3f}|{shared_by or ''}"
 
 
 def parse_action_value(value: str) -> ActionValue:
     """The inverse of `action_value`; a bare record id (or junk) parses without raising."""
     record_id, _, rest = (value or "").partition("|")
-    key, _, confidence = rest.partition("|")
+    key, _, rest = rest.partition("|")
+    confidence, _, shared_by = rest.partition("|")
     try:
         number = min(1.0, max(0.0, float(confidence)))
     except ValueError:
         number = 0.0
-    return ActionValue(record_id, key or None, number)
+    return ActionValue(record_id, key or None, number, shared_by or None)
 
 
 def card_message(
@@ -422,6 +431,7 @@ def card_message(
     record_id: str,
     lookup_key: str | None = None,
     vote: str | None = None,
+    tally: dict[str, int] | None = None,
     shared_by: str | None = None,
     full_fix: bool = False,
     more_available: bool = True,
@@ -447,6 +457,7 @@ def card_message(
             record_id=record_id,
             lookup_key=lookup_key,
             vote=vote,
+            tally=tally,
             shared_by=shared_by,
             full_fix=full_fix,
             more_available=more_available,

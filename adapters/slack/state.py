@@ -114,6 +114,8 @@ class FeedbackStore(Protocol):
 
     def vote_of(self, *, record_id: str, user_id: str, platform: str) -> str | None: ...
 
+    def tally(self, *, record_id: str, platform: str, place: str) -> dict[str, int]: ...
+
 
 class InMemoryFeedbackStore:
     """Votes kept in memory: the last vote of a user on a record counts."""
@@ -130,9 +132,10 @@ class InMemoryFeedbackStore:
         item = self.votes.get((platform, record_id, user_id))
         return item[0] if item else None
 
-    def tally(self, record_id: str) -> dict[str, int]:
+    def tally(self, *, record_id: str, platform: str, place: str) -> dict[str, int]:
+        """Votes on one record at one place (a message), by everyone."""
         counts = {"up": 0, "down": 0}
-        for (_, voted_record, _), (vote, _) in self.votes.items():
-            if voted_record == record_id:
+        for (voted_platform, voted_record, _), (vote, voted_place) in self.votes.items():
+            if (voted_platform, voted_record, voted_place) == (platform, record_id, place):
                 counts[vote] += 1
         return counts
