@@ -9,6 +9,10 @@ from bot.matcher import Match
 from bot.records import Record
 
 NO_ANALYSIS = "No analysis yet for this error: the source link shows where it is raised."
+UNDER_REVIEW = (
+    "The analysis of this record is under review (it seems to describe another error), so it is not shown: "
+    "the source link shows where this panic is raised."
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class Card:
     confidence: float
     has_analysis: bool
     catalog_message: str
+    under_review: bool = False
 
     @property
     def summary(self) -> str:
@@ -48,27 +53,44 @@ def source_label(record: Record) -> str:
     return f"{record.filePath}:{record.lineNumber}" if record.lineNumber else record.filePath
 
 
-def build_card(match: Match, pasted_message: str | None = None, dataset_version: str | None = None) -> Card:
-    """The card for a match. The title is the message as pasted (first line), else the catalogued one."""
+def build_card(
+    match: Match,
+    pasted_message: str | None = None,
+    dataset_version: str | None = None,
+    *,
+    under_review: bool = False,
+) -> Card:
+    """The card for a match. The title is the message as pasted (first line), else the catalogued one.
+
+    `under_review` (the analysis seems to describe another error) keeps the analysis off the card: a wrong
+    cause presented with confidence is worse than none."""
     record = match.record
     title_source = (pasted_message or "").strip() or record.errorMessage
     title = title_source.splitlines()[0].strip() if title_source.strip() else record.errorMessage
+    show_analysis = record.has_analysis and not under_review
+    if under_review:
+        cause = UNDER_REVIEW
+    elif record.has_analysis:
+        cause = (record.documentation or "").strip()
+    else:
+        cause = NO_ANALYSIS
     return Card(
         record_id=record.id,
         title=title,
-        cause=(record.documentation or "").strip() or ("" if record.has_analysis else NO_ANALYSIS),
-        when=_join_nonempty(record.triggerScenarios, record.commonSituations),
-        solutions=tuple(s.strip() for s in record.solutions if s.strip()),
-        example_fix=(record.exampleFix or "").strip("\n"),
+        cause=cause,
+        when=_join_nonempty(record.triggerScenarios, record.commonSituations) if show_analysis else "",
+        solutions=tuple(s.strip() for s in record.solutions if s.strip()) if show_analysis else (),
+        example_fix=(record.exampleFix or "").strip("\n") if show_analysis else "",
         example_fix_language="rust",
-        prevention_tips=tuple(t.strip() for t in record.preventionTips if t.strip()),
+        prevention_tips=tuple(t.strip() for t in record.preventionTips if t.strip()) if show_analysis else (),
         source_url=record.githubUrl or "",
         source_label=source_label(record),
-        tags=tuple(record.tags),
+        tags=() if under_review else tuple(record.tags),
         dataset_version=dataset_version or "",
         confidence=match.confidence,
-        has_analysis=record.has_analysis,
+        has_analysis=show_analysis,
         catalog_message=record.errorMessage,
+        under_review=under_review,
     )
 
 

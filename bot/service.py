@@ -6,6 +6,7 @@ from typing import Any
 
 from bot.card import Card, build_card
 from bot.extract import Panic
+from bot.lint import analysis_is_suspect
 from bot.matcher import LookupResult, Match, Matcher
 from bot.records import Catalog, Record
 
@@ -18,6 +19,7 @@ class PanicLookup:
         self.matcher = Matcher(catalog.records)
         self._versions = {entry.record.id: entry.dataset_version for entry in catalog.entries}
         self._positions = {record.id: index for index, record in enumerate(self.matcher.records)}
+        self.under_review = frozenset(r.id for r in self.matcher.records if analysis_is_suspect(r))
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
         return self.matcher.lookup(text, limit=limit)
@@ -36,7 +38,9 @@ class PanicLookup:
             return None
         record = self.matcher.records[position]
         match = Match(record, 0.0, confidence, (), 0, True, position)
-        return build_card(match, pasted, self.dataset_version(record_id))
+        return build_card(
+            match, pasted, self.dataset_version(record_id), under_review=record_id in self.under_review
+        )
 
     def card(self, result: LookupResult, match: Match | None = None) -> Card | None:
         """The card for `match` (default: the answer); None when the paste has no known record."""
@@ -45,7 +49,10 @@ class PanicLookup:
             return None
         panic = result.panics[chosen.panic_index] if chosen.panic_index < len(result.panics) else None
         pasted = panic.message if panic is not None and panic.kind != "query" else None
-        return build_card(chosen, pasted, self.dataset_version(chosen.record.id))
+        record_id = chosen.record.id
+        return build_card(
+            chosen, pasted, self.dataset_version(record_id), under_review=record_id in self.under_review
+        )
 
 
 def panic_json(panic: Panic) -> dict[str, Any]:

@@ -1,13 +1,16 @@
-"""`panicbot catalog validate|stats`: what is wrong in a catalog, and what is in it."""
+"""`panicbot catalog validate|stats|lint`: what is wrong in a catalog, and what is in it."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from rich.console import Console
 from rich.table import Table
 
+from bot.lint import ERROR, Finding, lint_catalog
 from bot.patterns import is_valid_pattern
 from bot.records import Catalog, CatalogProblem, load_catalog
 
@@ -83,3 +86,35 @@ def run_stats(paths: Sequence[str], console: Console) -> int:
     for message, where in sorted(shared.items(), key=lambda item: -len(item[1]))[:15]:
         console.print(f"  {len(where):3d}  {message}", markup=False, highlight=False)
     return 1 if catalog.errors else 0
+
+
+def run_lint(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
+    """Every finding with its severity; exit 1 when any is an error (so CI can gate a data set)."""
+    catalog = load_catalog(paths)
+    problems = [
+        Finding("", p.source, p.line, ERROR, "unreadable", p.reason) for p in catalog.errors
+    ] + lint_catalog(catalog)
+    errors = sum(1 for finding in problems if finding.severity == ERROR)
+    if as_json:
+        payload = {
+            "records": len(catalog.entries),
+            "errors": errors,
+            "warnings": len(problems) - errors,
+            "findings": [asdict(finding) for finding in problems],
+        }
+        console.print_json(json.dumps(payload))
+        return 1 if errors else 0
+    # One finding a line, compiler style, so editors and grep can take them.
+    for finding in problems:
+        where = f"{finding.source}:{finding.line}"
+        record = f" [{finding.record_id}]" if finding.record_id else ""
+        console.print(
+            f"{where}: {finding.severity}: {finding.check}{record}: {finding.reason}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    console.print(
+        f"{len(catalog.entries)} records: {errors} errors, {len(problems) - errors} warnings", markup=False
+    )
+    return 1 if errors else 0

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from rich.console import Console
 
-from adapters.cli.catalog_commands import run_stats, run_validate
+from adapters.cli.catalog_commands import run_lint, run_stats, run_validate
 from adapters.cli.render import print_result
 from bot.records import Catalog, default_catalog, load_catalog
 from bot.service import PanicLookup, result_json
@@ -135,6 +135,8 @@ def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     console = Console(file=out, highlight=False)
     if args.catalog_command == "validate":
         return run_validate(args.paths, console)
+    if args.catalog_command == "lint":
+        return run_lint(args.paths, console, as_json=args.json)
     return run_stats(args.paths, console)
 
 
@@ -188,6 +190,13 @@ def run_demo(out: TextIO, err: Console) -> int:
     return EXIT_OK
 
 
+def command_card(args: argparse.Namespace, out: TextIO, err: Console) -> int:
+    from adapters.cli.card_preview import run_card_preview  # noqa: PLC0415  (loads the chat SDKs)
+
+    service = PanicLookup(open_catalog(catalog_paths(args.catalog, dict(os.environ)), err))
+    return run_card_preview(service, args.record_id, args.format, out, sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="panicbot", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -207,9 +216,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     catalog = commands.add_parser("catalog", help="check a catalog")
     catalog_commands = catalog.add_subparsers(dest="catalog_command", required=True)
-    for name, text in (("validate", "report every bad record; exit 1 if any"), ("stats", "summarise")):
+    for name, text in (
+        ("validate", "report every bad record; exit 1 if any"),
+        ("stats", "summarise"),
+        ("lint", "flag wrong records (patterns, analysis of another error, links); exit 1 on errors"),
+    ):
         sub = catalog_commands.add_parser(name, help=text)
         sub.add_argument("paths", nargs="+", metavar="PATH")
+        if name == "lint":
+            sub.add_argument("--json", action="store_true", help="print one JSON object")
+
+    card = commands.add_parser("card", help="preview a record's card as a platform receives it")
+    card.add_argument("record_id")
+    card.add_argument("--catalog", action="append", metavar="PATH", help="catalog (default: as for lookup)")
+    card.add_argument("--format", choices=("text", "slack"), default="text")
 
     serve = commands.add_parser(
         "serve", help="run the bot (a terminal demo when no chat credentials are set)"
@@ -230,7 +250,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if getattr(args, "limit", 5) < 1:
         err.print("panicbot: --limit must be 1 or more")
         return EXIT_USAGE
-    handlers = {"lookup": command_lookup, "catalog": command_catalog, "serve": command_serve}
+    handlers = {
+        "lookup": command_lookup,
+        "catalog": command_catalog,
+        "card": command_card,
+        "serve": command_serve,
+    }
     try:
         return handlers[args.command](args, out, err)
     except UsageError as exc:

@@ -8,9 +8,21 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from bot.card import Card, context_line
+from bot.card import Card, confidence_percent
 from bot.matcher import LookupResult
 from bot.service import PanicLookup
+
+
+def terminal_context_line(card: Card) -> str:
+    """The context line with the link spelled out: terminals do not render markdown links."""
+    source = f"Source: {card.source_label}" + (f" ({card.source_url})" if card.source_url else "")
+    parts = [source] if card.source_label else []
+    if card.tags:
+        parts.append("Tags: " + ", ".join(card.tags))
+    if card.dataset_version:
+        parts.append(f"Data set {card.dataset_version}")
+    parts.append(f"Confidence {confidence_percent(card.confidence)}")
+    return " · ".join(parts)
 
 
 def card_renderable(card: Card) -> RenderableType:
@@ -21,7 +33,7 @@ def card_renderable(card: Card) -> RenderableType:
         parts.append(Text.assemble("\n", (label, "bold cyan"), " ", body))
 
     if card.cause:
-        section("What it means:", card.cause)
+        section("What it means:" if card.has_analysis else "Note:", card.cause)
     if card.when:
         section("When it happens:", card.when)
     if card.solutions:
@@ -33,7 +45,7 @@ def card_renderable(card: Card) -> RenderableType:
     if card.prevention_tips:
         parts.append(Text("\nPrevention:", style="bold cyan"))
         parts.extend(Text(f" - {tip}") for tip in card.prevention_tips)
-    parts.append(Text("\n" + context_line(card), style="dim"))
+    parts.append(Text("\n" + terminal_context_line(card), style="dim"))
     return Group(*parts)
 
 

@@ -355,7 +355,7 @@ def _card_blocks(
         blocks.append(_context(f"Shared by {who}"))
     fix_cut = False
     if not card.has_analysis:
-        blocks.append(_section(escape_mrkdwn(NO_ANALYSIS)))
+        blocks.append(_section(escape_mrkdwn(card.cause or NO_ANALYSIS)))
     else:
         limits = plan.limits
         if card.cause and limits["cause"]:

@@ -298,3 +298,33 @@ def test_every_record_of_the_shared_catalog_gets_a_useful_card() -> None:
         assert card.title and card.cause and card.source_label and card.source_url
         assert entry.record.filePath in text
         assert "****" not in text and "\n\n\n" not in text
+
+
+def test_a_record_whose_analysis_describes_another_error_is_under_review() -> None:
+    """Seed 5c5da467: the message is deform conv 2d backward, the analysis is q_to_device on the router."""
+    from bot.card import UNDER_REVIEW
+    from bot.records import default_catalog
+    from bot.service import PanicLookup
+
+    service = PanicLookup(default_catalog())
+    assert service.under_review == frozenset({"5c5da46720dbbf10"})
+    result = service.lookup(
+        "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:915:9:\n"
+        "Can't differentiate deform conv 2d backward."
+    )
+    card = service.card(result)
+    assert card is not None and card.record_id == "5c5da46720dbbf10"
+    assert card.under_review and not card.has_analysis
+    assert card.cause == UNDER_REVIEW
+    assert (card.when, card.solutions, card.example_fix, card.prevention_tips, card.tags) == (
+        "",
+        (),
+        "",
+        (),
+        (),
+    )
+    text = render_markdown(card)
+    assert "q_to_device" not in text and "BackendRouter" not in text
+    assert "crates/burn-autodiff/src/ops/module.rs:915" in text
+    healthy = service.card_for_record("8d1d2fa6df3880bd", 0.9)
+    assert healthy is not None and healthy.has_analysis and not healthy.under_review

@@ -1,0 +1,187 @@
+"""Find wrong records before users see them: broken patterns, analysis of another error, stale links."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bot.patterns import is_valid_pattern, match_pattern, record_segments, tolerant_regex
+from bot.records import Catalog, CatalogEntry, Record
+from bot.rust_messages import specificity, split_format_string
+
+ERROR, WARNING = "error", "warning"
+MIN_SPECIFICITY = 4
+# Below this share of the analysis' code names found in the record's own text, the analysis is about
+# something else (the seed whose message is deform conv but whose analysis is q_to_device on the router).
+MIN_ANALYSIS_OVERLAP = 0.34
+MIN_NAMES_TO_JUDGE = 3
+
+# snake_case with an underscore, CamelCase with two humps, and crate names: what code in prose looks like.
+_CODE_NAME = re.compile(
+    r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|burn-[a-z0-9-]+|burn_[a-z0-9_]+)\b"
+)
+_GITHUB_BLOB = re.compile(
+    r"^https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/(?P<sha>[0-9a-f]{7,40})/(?P<path>[^#]+)"
+    r"(?:#L(?P<start>\d+)(?:-L(?P<end>\d+))?)?$"
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    record_id: str
+    source: str
+    line: int
+    severity: str
+    check: str
+    reason: str
+
+
+def _finding(entry: CatalogEntry, severity: str, check: str, reason: str) -> Finding:
+    return Finding(entry.record.id, entry.source, entry.line, severity, check, reason)
+
+
+def filled_message(message: str) -> str:
+    """The message with each placeholder given a plain value, as the running program would print it."""
+    return "X1".join(split_format_string(message))
+
+
+def code_names(text: str) -> set[str]:
+    return {name.lower() for name in _CODE_NAME.findall(text)}
+
+
+def analysis_overlap(record: Record) -> tuple[float, set[str]]:
+    """Share of the code names in the analysis (documentation, scenarios, tags) that the record's own
+    message, file path or source code mention, and the names that it does not."""
+    analysis = " ".join(
+        part or "" for part in (record.documentation, record.triggerScenarios, " ".join(record.tags))
+    )
+    names = code_names(analysis)
+    evidence = " ".join(part or "" for part in (record.errorMessage, record.filePath, record.sourceCode)).lower()
+    evidence_compact = evidence.replace("_", "").replace("-", "")
+    missing = {
+        name
+        for name in names
+        if name not in evidence and name.replace("_", "").replace("-", "") not in evidence_compact
+    }
+    if not names:
+        return 1.0, set()
+    return 1.0 - len(missing) / len(names), missing
+
+
+def analysis_is_suspect(record: Record) -> bool:
+    """True when the record's analysis seems to describe another error: its card must not present it."""
+    if not record.has_analysis:
+        return False
+    overlap, missing = analysis_overlap(record)
+    return len(missing) >= MIN_NAMES_TO_JUDGE and overlap < MIN_ANALYSIS_OVERLAP
+
+
+def _pattern_findings(entry: CatalogEntry) -> Iterable[Finding]:
+    record = entry.record
+    pattern = record.messagePattern
+    if pattern:
+        reason = is_valid_pattern(pattern)
+        if reason:
+            yield _finding(entry, ERROR, "pattern-invalid", f"messagePattern does not compile: {reason}")
+            return
+    segments, plain = record_segments(pattern, record.errorMessage)
+    regex = tolerant_regex(segments) if plain else pattern or ""
+    # `.expect()` messages are not format strings: their braces print as written.
+    printed = (filled_message(record.errorMessage).strip(), record.errorMessage.strip())
+    hits = (match_pattern(regex, text) for text in printed)
+    if not any(hit is not None and hit.mode == "full" for hit in hits):
+        yield _finding(entry, ERROR, "pattern-mismatch", "messagePattern does not match its own errorMessage")
+    if specificity(segments) < MIN_SPECIFICITY:
+        yield _finding(
+            entry, WARNING, "pattern-vague", "messagePattern is mostly placeholders: it matches almost anything"
+        )
+
+
+def _analysis_findings(entry: CatalogEntry) -> Iterable[Finding]:
+    record = entry.record
+    if not record.has_analysis:
+        return
+    overlap, missing = analysis_overlap(record)
+    if len(missing) >= MIN_NAMES_TO_JUDGE and overlap < MIN_ANALYSIS_OVERLAP:
+        names = ", ".join(sorted(missing)[:6])
+        yield _finding(
+            entry,
+            ERROR,
+            "analysis-mismatch",
+            f"the analysis names {names}, found nowhere in the message, path or source code "
+            f"({overlap:.0%} overlap): it likely describes another error",
+        )
+    crate = _crate_of(record.filePath)
+    foreign = [tag for tag in record.tags if tag.startswith("burn-") and crate and tag != crate]
+    if foreign:
+        yield _finding(entry, WARNING, "tags-mismatch", f"tags name {', '.join(foreign)} but the file is in {crate}")
+    if not record.solutions:
+        yield _finding(entry, WARNING, "no-solutions", "analysed record without solutions")
+    if not (record.exampleFix or "").strip():
+        yield _finding(entry, WARNING, "no-example-fix", "analysed record without an exampleFix")
+
+
+def _crate_of(path: str | None) -> str | None:
+    parts = (path or "").split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "crates" else None
+
+
+def _link_findings(entry: CatalogEntry) -> Iterable[Finding]:
+    record = entry.record
+    if record.githubUrl:
+        link = _GITHUB_BLOB.match(record.githubUrl)
+        if link is None:
+            yield _finding(entry, WARNING, "url-shape", "githubUrl is not a GitHub blob link")
+        else:
+            if record.filePath and link.group("path") != record.filePath:
+                yield _finding(
+                    entry, ERROR, "url-path", f"githubUrl points at {link.group('path')}, not {record.filePath}"
+                )
+            if record.analyzedSha and not record.analyzedSha.startswith(link.group("sha")):
+                yield _finding(entry, WARNING, "url-sha", "githubUrl is at another commit than analyzedSha")
+            start = int(link.group("start")) if link.group("start") else None
+            end = int(link.group("end")) if link.group("end") else start
+            line = record.lineNumber
+            if start is not None and end is not None and line is not None and not start <= line <= end:
+                yield _finding(entry, ERROR, "url-line", f"githubUrl lines {start}-{end} miss line {line}")
+    start, end, line = record.sourceCodeStart, record.sourceCodeEnd, record.lineNumber
+    if start is not None and end is not None and line is not None and not start <= line <= end:
+        yield _finding(entry, ERROR, "source-range", f"sourceCode lines {start}-{end} miss line {line}")
+
+
+def _version_findings(entry: CatalogEntry) -> Iterable[Finding]:
+    analysed, version = entry.record.analyzedAt, entry.dataset_version
+    # ISO-8601 UTC timestamps compare correctly as text.
+    if analysed and version and version < analysed:
+        yield _finding(
+            entry, WARNING, "version-stale", f"datasetVersion {version} is older than analyzedAt {analysed}"
+        )
+
+
+def lint_catalog(catalog: Catalog) -> list[Finding]:
+    """Every finding for every record, in catalog order, then the cross-record ones."""
+    findings: list[Finding] = []
+    for entry in catalog.entries:
+        for check in (_pattern_findings, _analysis_findings, _link_findings, _version_findings):
+            findings.extend(check(entry))
+    for problem in catalog.duplicates:
+        findings.append(Finding("", problem.source, problem.line, WARNING, "duplicate-id", problem.reason))
+    sites: dict[tuple[str, str], list[CatalogEntry]] = defaultdict(list)
+    for entry in catalog.entries:
+        sites[(entry.record.errorMessage, entry.record.filePath or "")].append(entry)
+    for (message, path), entries in sites.items():
+        if len(entries) > 1:
+            lines = ", ".join(str(e.record.lineNumber) for e in entries)
+            for entry in entries:
+                findings.append(
+                    _finding(
+                        entry,
+                        WARNING,
+                        "same-message-same-file",
+                        f"{len(entries)} records share this message in {path or 'no file'} (lines {lines}): "
+                        "only the pasted line tells them apart",
+                    )
+                )
+    return findings

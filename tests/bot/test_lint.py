@@ -1,0 +1,99 @@
+"""Lint finds wrong records: it must flag the seed whose analysis is about another error, and stay quiet
+on the clean ones."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.lint import ERROR, WARNING, analysis_is_suspect, lint_catalog
+from bot.records import default_catalog, parse_catalog_text
+
+
+def catalog_of(*records: dict[str, Any], version: str = "2026-09-12T00:00:00.000Z"):
+    text = "\n".join(json.dumps({"record": r, "datasetVersion": version}) for r in records)
+    return parse_catalog_text(text, "test.jsonl")
+
+
+def base(**fields: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": "r1",
+        "errorMessage": "Unsupported dtype {:?} for sum",
+        "messagePattern": "Unsupported dtype (.+?) for sum",
+        "filePath": "crates/burn-flex/src/ops/reduce.rs",
+        "lineNumber": 40,
+        "githubUrl": "https://github.com/tracel-ai/burn/blob/abc1234/crates/burn-flex/src/ops/reduce.rs#L40",
+        "analyzedSha": "abc1234def",
+        "analyzedAt": "2026-09-01T00:00:00.000Z",
+    }
+    record.update(fields)
+    return record
+
+
+def checks(catalog) -> set[tuple[str, str]]:
+    return {(f.severity, f.check) for f in lint_catalog(catalog)}
+
+
+def test_the_seeds_flag_only_the_mismatched_analysis() -> None:
+    findings = lint_catalog(default_catalog())
+    assert {(f.record_id, f.check) for f in findings} == {
+        ("5c5da46720dbbf10", "analysis-mismatch"),
+        ("5c5da46720dbbf10", "tags-mismatch"),
+    }
+    mismatch = next(f for f in findings if f.check == "analysis-mismatch")
+    assert mismatch.severity == ERROR
+    assert "q_to_device" in mismatch.reason and "backendrouter" in mismatch.reason
+    assert [analysis_is_suspect(r) for r in default_catalog().records] == [True, False, False]
+
+
+def test_a_clean_baseline_record_has_no_finding() -> None:
+    assert checks(catalog_of(base())) == set()
+
+
+def test_pattern_problems() -> None:
+    assert (ERROR, "pattern-invalid") in checks(catalog_of(base(messagePattern="Unsupported (dtype")))
+    assert (ERROR, "pattern-mismatch") in checks(catalog_of(base(messagePattern="Something else (.+?)")))
+    vague = base(errorMessage="{}: {}", messagePattern="(.+?): (.+?)")
+    assert (WARNING, "pattern-vague") in checks(catalog_of(vague))
+
+
+def test_expect_messages_keep_their_braces_literal() -> None:
+    expect = base(
+        errorMessage="Wrong number (expected {D}, is {})",
+        messagePattern="Wrong number \\(expected \\{D\\}, is \\{\\}\\)",
+    )
+    assert checks(catalog_of(expect)) == set()
+
+
+def test_link_and_range_problems() -> None:
+    found = checks(
+        catalog_of(
+            base(
+                githubUrl="https://github.com/tracel-ai/burn/blob/fff9999/crates/burn-flex/src/other.rs#L1-L5",
+                sourceCodeStart=100,
+                sourceCodeEnd=120,
+            )
+        )
+    )
+    assert {(ERROR, "url-path"), (WARNING, "url-sha"), (ERROR, "url-line"), (ERROR, "source-range")} <= found
+
+
+def test_analysed_records_need_solutions_and_a_fix_and_a_fresh_version() -> None:
+    analysed = base(
+        documentation="Unsupported dtype in sum of burn-flex reduce.", solutions=[], exampleFix=None
+    )
+    found = checks(catalog_of(analysed, version="2026-08-01T00:00:00.000Z"))
+    assert {(WARNING, "no-solutions"), (WARNING, "no-example-fix"), (WARNING, "version-stale")} <= found
+
+
+def test_duplicates_and_shared_messages() -> None:
+    found = checks(catalog_of(base(), base(lineNumber=41), base(id="r2", lineNumber=90)))
+    assert (WARNING, "duplicate-id") in found
+    assert (WARNING, "same-message-same-file") in found
+
+
+def test_the_shared_catalog_lints_clean() -> None:
+    from bot.records import load_catalog
+    from tests.support.pastes import shared_data_dir
+
+    assert lint_catalog(load_catalog([shared_data_dir() / "burn-panics.jsonl"])) == []
