@@ -12,7 +12,8 @@ MAX_MESSAGE_LINES = 80
 MAX_PANICS = 20
 MAX_FRAMES = 200
 
-_LOCATION = r"(?P<path>[^\s'\"`][^\n]*?):(?P<line>\d{1,7}):(?P<col>\d{1,5})"
+# Paths are bounded so that a line of many `panicked at` cannot make the scan quadratic.
+_LOCATION = r"(?P<path>[^\s'\"`][^\n]{0,1000}?):(?P<line>\d{1,7}):(?P<col>\d{1,5})"
 _THREAD = r"thread '(?P<thread>[^'\n]{0,300})'(?: \((?P<tid>\d+)\))? "
 # Rust >= 1.73: `thread 'main' panicked at src/x.rs:1:2:` and the message on the next lines. Chat often
 # joins them into one line, so the message may follow on the header line itself.

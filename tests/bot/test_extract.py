@@ -216,3 +216,9 @@ def test_discord_inline_code_and_html_entities() -> None:
     panic = only("`thread 'main' panicked at src/lib.rs:1:1:`\n`it&#39;s &quot;broken&quot;`")
     assert panic.message == 'it\'s "broken"'
     assert panic.location and panic.location.path == "src/lib.rs"
+
+
+def test_hostile_lines_stay_linear() -> None:
+    """A single line of 20,000 `panicked at` took minutes with an unbounded path; now it is immediate."""
+    assert extract_panics("panicked at " * 20_000)[0].kind == "query"
+    assert extract_panics("thread 'a' panicked at x:" * 20_000)[0].kind == "query"
