@@ -58,7 +58,9 @@ def analysis_overlap(record: Record) -> tuple[float, set[str]]:
         part or "" for part in (record.documentation, record.triggerScenarios, " ".join(record.tags))
     )
     names = code_names(analysis)
-    evidence = " ".join(part or "" for part in (record.errorMessage, record.filePath, record.sourceCode)).lower()
+    evidence = " ".join(
+        part or "" for part in (record.errorMessage, record.filePath, record.sourceCode)
+    ).lower()
     evidence_compact = evidence.replace("_", "").replace("-", "")
     missing = {
         name
@@ -95,7 +97,10 @@ def _pattern_findings(entry: CatalogEntry) -> Iterable[Finding]:
         yield _finding(entry, ERROR, "pattern-mismatch", "messagePattern does not match its own errorMessage")
     if specificity(segments) < MIN_SPECIFICITY:
         yield _finding(
-            entry, WARNING, "pattern-vague", "messagePattern is mostly placeholders: it matches almost anything"
+            entry,
+            WARNING,
+            "pattern-vague",
+            "messagePattern is mostly placeholders: it matches almost anything",
         )
 
 
@@ -116,7 +121,9 @@ def _analysis_findings(entry: CatalogEntry) -> Iterable[Finding]:
     crate = _crate_of(record.filePath)
     foreign = [tag for tag in record.tags if tag.startswith("burn-") and crate and tag != crate]
     if foreign:
-        yield _finding(entry, WARNING, "tags-mismatch", f"tags name {', '.join(foreign)} but the file is in {crate}")
+        yield _finding(
+            entry, WARNING, "tags-mismatch", f"tags name {', '.join(foreign)} but the file is in {crate}"
+        )
     if not record.solutions:
         yield _finding(entry, WARNING, "no-solutions", "analysed record without solutions")
     if not (record.exampleFix or "").strip():
@@ -137,7 +144,10 @@ def _link_findings(entry: CatalogEntry) -> Iterable[Finding]:
         else:
             if record.filePath and link.group("path") != record.filePath:
                 yield _finding(
-                    entry, ERROR, "url-path", f"githubUrl points at {link.group('path')}, not {record.filePath}"
+                    entry,
+                    ERROR,
+                    "url-path",
+                    f"githubUrl points at {link.group('path')}, not {record.filePath}",
                 )
             if record.analyzedSha and not record.analyzedSha.startswith(link.group("sha")):
                 yield _finding(entry, WARNING, "url-sha", "githubUrl is at another commit than analyzedSha")
@@ -171,7 +181,7 @@ def lint_catalog(catalog: Catalog) -> list[Finding]:
     sites: dict[tuple[str, str], list[CatalogEntry]] = defaultdict(list)
     for entry in catalog.entries:
         sites[(entry.record.errorMessage, entry.record.filePath or "")].append(entry)
-    for (message, path), entries in sites.items():
+    for (_, path), entries in sites.items():
         if len(entries) > 1:
             lines = ", ".join(str(e.record.lineNumber) for e in entries)
             for entry in entries:

@@ -12,18 +12,21 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Console
 
 from adapters.cli.catalog_commands import run_lint, run_stats, run_validate
+from adapters.cli.dataset_tools import run_harvest, run_merge
 from adapters.cli.render import print_result
 from bot.records import Catalog, default_catalog, load_catalog
 from bot.service import PanicLookup, result_json
 
 CATALOG_ENV = "PANICBOT_CATALOG"
 MAX_INPUT_BYTES = 10 * 1024 * 1024
-EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
 DEMO_PASTE = (
     "thread 'main' panicked at /home/dev/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
@@ -137,7 +140,26 @@ def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
         return run_validate(args.paths, console)
     if args.catalog_command == "lint":
         return run_lint(args.paths, console, as_json=args.json)
+    if args.catalog_command == "harvest":
+        return _harvest(args, out)
+    if args.catalog_command == "merge":
+        return run_merge([Path(p) for p in args.analysed], Path(args.baseline), Path(args.output))
     return run_stats(args.paths, console)
+
+
+def _harvest(args: argparse.Namespace, out: TextIO) -> int:
+    version = args.dataset_version or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    if args.output in (None, "-"):
+        return run_harvest(Path(args.src), args.repo, args.sha, out, version)
+    target = Path(args.output)
+    partial = target.with_name(target.name + ".partial")
+    with partial.open("w", encoding="utf-8") as handle:
+        code = run_harvest(Path(args.src), args.repo, args.sha, handle, version)
+    if code == 0:
+        partial.replace(target)  # never a half-written catalog under the real name
+    else:
+        partial.unlink(missing_ok=True)
+    return code
 
 
 def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
@@ -225,6 +247,20 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("paths", nargs="+", metavar="PATH")
         if name == "lint":
             sub.add_argument("--json", action="store_true", help="print one JSON object")
+    harvest = catalog_commands.add_parser(
+        "harvest", help="baseline records for every panic site with a literal message in a Rust tree"
+    )
+    harvest.add_argument("src", metavar="SRC", help="a Rust source tree (or one .rs file)")
+    harvest.add_argument("--repo", required=True, metavar="OWNER/NAME")
+    harvest.add_argument("--sha", required=True, help="the commit the tree is at (for the GitHub links)")
+    harvest.add_argument("-o", "--output", metavar="OUT", help="JSONL file to write (default: stdout)")
+    harvest.add_argument("--dataset-version", help="datasetVersion to stamp (default: now, UTC)")
+    merge = catalog_commands.add_parser(
+        "merge", help="analysed records, with baseline records filling the sites they do not cover"
+    )
+    merge.add_argument("analysed", nargs="+", metavar="ANALYSED")
+    merge.add_argument("--baseline", required=True, metavar="HARVESTED")
+    merge.add_argument("-o", "--output", required=True, metavar="OUT")
 
     card = commands.add_parser("card", help="preview a record's card as a platform receives it")
     card.add_argument("record_id")
@@ -265,6 +301,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # a bug of ours: one clear line, not a traceback, and a distinct exit code
+        err.print(
+            f"panicbot: internal error ({exc.__class__.__name__}: {exc}); please report it", markup=False
+        )
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

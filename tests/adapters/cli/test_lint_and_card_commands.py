@@ -69,3 +69,44 @@ def test_card_preview_of_an_unknown_record(capsys: pytest.CaptureFixture[str]) -
     assert code == 2
     assert out == ""
     assert "no record with id no-such-id" in capsys.readouterr().err
+
+
+def test_harvest_then_merge_through_the_cli(tmp_path: Path) -> None:
+    source = tmp_path / "burn" / "crates" / "burn-autodiff" / "src" / "ops"
+    source.mkdir(parents=True)
+    (source / "module.rs").write_text(
+        "fn deform_conv2d_backward() {\n"
+        '    panic!("Can\'t differentiate deform conv 2d backward.");\n'
+        "}\n"
+        'fn other(x: Option<u8>) -> u8 { x.expect("Should be set") }\n',
+        encoding="utf-8",
+    )
+    harvested = tmp_path / "harvested.jsonl"
+    code, _ = run(
+        ["catalog", "harvest", str(tmp_path / "burn"), "--repo", "tracel-ai/burn", "--sha", "abc1234",
+         "-o", str(harvested)]
+    )  # fmt: skip
+    assert code == 0
+    lines = [json.loads(line)["record"] for line in harvested.read_text().splitlines()]
+    assert [(r["errorMessage"], r["lineNumber"]) for r in lines] == [
+        ("Can't differentiate deform conv 2d backward.", 2),
+        ("Should be set", 4),
+    ]
+    assert not list(tmp_path.glob("*.partial"))
+    merged = tmp_path / "merged.jsonl"
+    code, _ = run(["catalog", "merge", SEEDS, "--baseline", str(harvested), "-o", str(merged)])
+    assert code == 0
+    ids = [json.loads(line)["record"]["id"] for line in merged.read_text().splitlines()]
+    # The analysed deform-conv seed covers the harvested site (same file and message, line moved).
+    assert ids[:3] == ["5c5da46720dbbf10", "d59d5538758c7e08", "8d1d2fa6df3880bd"]
+    assert len(ids) == 4
+
+
+def test_harvest_of_a_missing_tree_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    code, _ = run(
+        ["catalog", "harvest", str(tmp_path / "nope"), "--repo", "a/b", "--sha", "abc", "-o", str(out)]
+    )
+    assert code == 2
+    assert not out.exists()
+    assert not list(tmp_path.glob("*.partial"))

@@ -1,0 +1,471 @@
+"""Harvesting panic sites from Rust source: every macro kind, the lexing traps, test code, and the records
+the data set makes of them (checked against real records of `../shared/data/burn-panics.jsonl`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.harvest import HarvestedSite, harvest_source, is_skipped_path, sites_to_records, slug
+from bot.records import Record
+from tests.support.pastes import shared_data_dir
+
+REPO = "acme/burn"
+SHA = "0123456789abcdef0123456789abcdef01234567"
+VERSION = "2026-01-02T03:04:05.000Z"
+
+OPS_PATH = "crates/burn-demo/src/ops.rs"
+OPS = r"""//! Reshaping. A doc comment that shows `panic!("not a site")`.
+
+/// Example: `unimplemented!("not a site either")`
+/* a block /* nested panic!("nested comment") */ still a comment: todo!("no") */
+pub fn reshape<'a>(shape: &'a [usize], dims: usize) -> Vec<usize> {
+    let quote = '"';
+    let fake = "panic!(\"inside a string\")";
+    if shape.is_empty() {
+        panic!("Can't reshape an empty shape.");
+    }
+    assert!(dims > 0);
+    assert!(dims > 0, "dims must be positive, got {dims}");
+    assert_eq!(
+        shape.len(),
+        dims,
+        "Shape {:?} has {} dims, expected {}",
+        shape,
+        shape.len(),
+        dims
+    );
+    assert_ne!(dims, 7, "Seven dims are {{reserved}}");
+    debug_assert!(dims < 64, r"raw \n stays {dims}");
+    debug_assert_eq!(dims % 2, 0, r#"needs "even" dims"#);
+    debug_assert_ne!(dims, 3, "no \"three\" {}", 3);
+    let first = shape
+        .first()
+        .expect("Shape needs {D} dims");
+    unreachable!(
+        "The reshape of {dims} dims \
+         is never reached"
+    )
+}
+
+pub fn later() {
+    todo!("Sparse reshape");
+}
+
+pub fn never(value: Option<u8>) -> u8 {
+    match value {
+        Some(v) => v,
+        None => unimplemented!("None values"),
+    }
+}
+
+pub fn not_literal(msg: &str) {
+    panic!("{}", msg);
+    panic!(msg);
+    panic!(concat!("con", "cat"));
+    panic!();
+    panic!("");
+    let _ = Some(1).expect(msg);
+    core::panic!["Qualified {}", 1];
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fails() {
+        panic!("only in tests");
+    }
+}
+
+pub fn again() {
+    panic!("Can't reshape an empty shape.");
+}
+"""
+
+# A Windows checkout: byte order mark and CRLF. The same message as ops.rs, in another file: another record.
+LIB_PATH = "crates/burn-demo/src/lib.rs"
+LIB = "\ufeff" + "\r\n".join(
+    [
+        "#[cfg(not(test))]",
+        "pub fn check() {",
+        '    panic!("Can\'t reshape an empty shape.");',
+        "}",
+        "",
+        '#[cfg(all(test, feature = "std"))]',
+        'fn helper() { panic!("test helper"); }',
+        "",
+        "#[tokio::test]",
+        'async fn runs() { panic!("async test"); }',
+        "",
+    ]
+)
+BUILD_PATH = "crates/burn-demo/build.rs"
+BUILD = 'fn main() {\n    std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo");\n}\n'
+TEST_ONLY_FILES = {
+    "crates/burn-demo/tests/integration.rs": 'fn main() { panic!("integration"); }\n',
+    "crates/burn-demo/benches/speed.rs": 'fn main() { panic!("bench"); }\n',
+    "examples/demo/src/main.rs": 'fn main() { panic!("example"); }\n',
+    "crates/burn-demo/src/testing.rs": '#![cfg(test)]\nfn helper() { panic!("whole file is tests"); }\n',
+}
+TREE = {OPS_PATH: OPS, LIB_PATH: LIB, BUILD_PATH: BUILD, **TEST_ONLY_FILES}
+
+
+def harvest_tree(tree: dict[str, str]) -> list[HarvestedSite]:
+    sites: list[HarvestedSite] = []
+    for path in sorted(tree):
+        sites.extend(harvest_source(tree[path], path, repo=REPO, sha=SHA))
+    return sites
+
+
+def expected(
+    path: str, line: int, kind: str, message: str, pattern: str, slug: str, background: str
+) -> dict[str, Any]:
+    """The full record the data set would hold for a site: computed here without the harvester."""
+    record_id = hashlib.sha256(f"{REPO}\n{path}\n{message}".encode()).hexdigest()[:16]
+    return Record(
+        id=record_id,
+        repo=REPO,
+        slug=slug,
+        errorMessage=message,
+        messagePattern=pattern,
+        errorType="panic",
+        severity="error",
+        filePath=path,
+        lineNumber=line,
+        githubUrl=f"https://github.com/{REPO}/blob/{SHA}/{path}#L{line}",
+        tags=("rust", "burn", "burn-demo", "demo", kind),
+        backgroundTag=background,
+        analyzedSha=SHA,
+        analyzedAt=VERSION,
+        contentChangedAt=VERSION,
+    ).model_dump()
+
+
+EXPECTED_RECORDS = [
+    # build.rs sorts first; `std::env::var(..).expect` is a method call like any other.
+    expected(BUILD_PATH, 2, "expect", "OUT_DIR is set by cargo", "OUT_DIR is set by cargo",
+             "out-dir-is-set-by-cargo", "expect-failed"),
+    # #[cfg(not(test))] is not test code; #[cfg(all(test, ..))] and #[tokio::test] are.
+    expected(LIB_PATH, 3, "panic", "Can't reshape an empty shape.", r"Can't reshape an empty shape\.",
+             "can-t-reshape-an-empty-shape", "explicit-panic"),
+    # ops.rs: its second `Can't reshape an empty shape.` (line 64) is the same record, at line 9.
+    expected(OPS_PATH, 9, "panic", "Can't reshape an empty shape.", r"Can't reshape an empty shape\.",
+             "can-t-reshape-an-empty-shape", "explicit-panic"),
+    expected(OPS_PATH, 12, "assert", "dims must be positive, got {dims}", r"dims must be positive, got (.+?)",
+             "dims-must-be-positive-got", "assertion-failed"),
+    expected(OPS_PATH, 13, "assert-eq", "Shape {:?} has {} dims, expected {}",
+             "Shape (.+?) has (.+?) dims, expected (.+?)", "shape-has-dims-expected", "assertion-mismatch"),
+    # `{{`/`}}` stay as written in the message; the pattern matches the printed `{reserved}`.
+    expected(OPS_PATH, 21, "assert-ne", "Seven dims are {{reserved}}", r"Seven dims are \{reserved\}",
+             "seven-dims-are-reserved", "assertion-mismatch"),
+    # A raw string keeps its backslash.
+    expected(OPS_PATH, 22, "debug-assert", r"raw \n stays {dims}", r"raw \\n stays (.+?)",
+             "raw-n-stays", "assertion-failed"),
+    expected(OPS_PATH, 23, "debug-assert-eq", 'needs "even" dims', 'needs "even" dims',
+             "needs-even-dims", "assertion-mismatch"),
+    expected(OPS_PATH, 24, "debug-assert-ne", 'no "three" {}', 'no "three" (.+?)',
+             "no-three", "assertion-mismatch"),
+    # `.expect` takes no format string: `{D}` is literal, escaped in the pattern and kept in the slug.
+    expected(OPS_PATH, 27, "expect", "Shape needs {D} dims", r"Shape needs \{D\} dims",
+             "shape-needs-d-dims", "expect-failed"),
+    # A `\` at the end of a line joins it to the next, leading whitespace dropped.
+    expected(OPS_PATH, 28, "unreachable", "The reshape of {dims} dims is never reached",
+             "The reshape of (.+?) dims is never reached", "the-reshape-of-dims-is-never-reached",
+             "unreachable-invariant"),
+    expected(OPS_PATH, 35, "todo", "Sparse reshape", "Sparse reshape", "sparse-reshape",
+             "unimplemented-api-stub"),
+    expected(OPS_PATH, 41, "unimplemented", "None values", "None values", "none-values",
+             "unimplemented-api-stub"),
+    # `panic!("{}", msg)` has a literal format string; `panic!(msg)`, `concat!`, `panic!()` and `""` have
+    # no message. With no word in the message, the slug is the kind.
+    expected(OPS_PATH, 46, "panic", "{}", "(.+?)", "panic", "explicit-panic"),
+    expected(OPS_PATH, 52, "panic", "Qualified {}", "Qualified (.+?)", "qualified", "explicit-panic"),
+]  # fmt: skip
+
+
+def test_fixture_tree_gives_exactly_the_expected_records() -> None:
+    records = sites_to_records(harvest_tree(TREE), repo=REPO, sha=SHA, dataset_version=VERSION)
+    assert [record.model_dump() for record in records] == EXPECTED_RECORDS
+
+
+def test_sites_keep_every_call_with_its_column_and_function() -> None:
+    sites = harvest_source(OPS, OPS_PATH, repo=REPO, sha=SHA)
+    assert [(s.kind, s.line, s.column, s.function) for s in sites] == [
+        ("panic", 9, 9, "reshape"),
+        ("assert", 12, 5, "reshape"),
+        ("assert_eq", 13, 5, "reshape"),
+        ("assert_ne", 21, 5, "reshape"),
+        ("debug_assert", 22, 5, "reshape"),
+        ("debug_assert_eq", 23, 5, "reshape"),
+        ("debug_assert_ne", 24, 5, "reshape"),
+        ("expect", 27, 10, "reshape"),  # the column of `expect`, as Rust reports a #[track_caller] call
+        ("unreachable", 28, 5, "reshape"),
+        ("todo", 35, 5, "later"),
+        ("unimplemented", 41, 17, "never"),
+        ("panic", 46, 5, "not_literal"),
+        ("panic", 52, 5, "not_literal"),  # `core::panic!` is located at its path
+        ("panic", 64, 5, "again"),
+    ]
+    assert sites[0].github_url == f"https://github.com/{REPO}/blob/{SHA}/{OPS_PATH}#L9"
+    assert sites[7].message_pattern == r"Shape needs \{D\} dims" and not sites[7].is_format
+
+
+def test_bom_and_crlf_do_not_move_lines_or_columns() -> None:
+    [site] = harvest_source(LIB, LIB_PATH, repo=REPO, sha=SHA)
+    assert (site.line, site.column, site.message) == (3, 5, "Can't reshape an empty shape.")
+
+
+def test_tests_benches_and_examples_folders_are_skipped_by_path() -> None:
+    assert is_skipped_path("crates/burn-demo/tests/integration.rs")
+    assert is_skipped_path("crates\\burn-demo\\benches\\speed.rs")
+    assert is_skipped_path("examples/demo/src/main.rs")
+    assert not is_skipped_path("crates/burn-demo/src/tests.rs")  # a file, not a folder, named tests
+    assert not is_skipped_path("crates/burn-tests/src/lib.rs")
+    for path, text in TEST_ONLY_FILES.items():
+        assert harvest_source(text, path, repo=REPO, sha=SHA) == []
+
+
+def messages(text: str) -> list[str]:
+    return [site.message for site in harvest_source(text, "src/lib.rs", repo=REPO, sha=SHA)]
+
+
+def test_lexing_traps() -> None:
+    # A char literal holding a quote, lifetimes, byte strings and raw identifiers do not start strings.
+    assert messages("fn f<'a>(x: &'a u8) { let q = '\"'; let e = '\\''; panic!(\"after chars\"); }") == [
+        "after chars"
+    ]
+    assert messages('let b = b"panic!(\\"bytes\\")"; let r#type = 1; panic!("after bytes");') == [
+        "after bytes"
+    ]
+    assert messages('let s = r##"a "# panic!("inside raw") "##; panic!("real");') == ["real"]
+    # Escapes decode as Rust does; an unknown one stays as written.
+    assert messages(r'panic!("tab\tnul\0hex\x41 uni\u{1F600}\u{00_e9} odd\q");') == [
+        "tab\tnul\0hexA uni\U0001f600\u00e9 odd\\q"
+    ]
+    # Comments hide calls: line, block (nested), doc comments.
+    commented = '// panic!("a")\n/* /* panic!("b") */ panic!("c") */\n/// panic!("d")\npanic!("e");'
+    assert messages(commented) == ["e"]
+
+
+def test_macro_arguments() -> None:
+    # Delimiters of every kind, a trailing comma, a closure's commas and turbofish generics.
+    assert messages('panic!["square"]; panic!{"curly"}; unreachable!("comma",);') == [
+        "square",
+        "curly",
+        "comma",
+    ]
+    assert messages('assert!(xs.iter().all(|x| *x > 0), "all positive");') == ["all positive"]
+    assert messages('assert!(xs.iter().fold(0, |a, b| a + b) > 0, "sum positive");') == ["sum positive"]
+    assert messages('assert_eq!(parse::<A, B>("x"), "y");') == []  # two arguments: no message
+    assert messages('assert_eq!(a, b, "{} vs {}", a, b);') == ["{} vs {}"]
+    assert messages('assert!(a == "not a message");') == []
+    # Only `.expect` with one literal argument; not `Option::expect(x, "..")`, not a formatted argument.
+    assert messages('x.expect("one",); x.expect(&format!("{}", y)); Option::expect(x, "ufcs");') == ["one"]
+    # Calls nested in another call's arguments count, in source order.
+    assert messages('assert!(v.expect("inner") > 0, "outer");') == ["outer", "inner"]
+    # Look-alikes: other macros and methods, a macro definition.
+    assert messages('my_panic!("a"); x.panic("b"); expect("c"); macro_rules! panic { () => {} }') == []
+
+
+def test_test_code_is_skipped() -> None:
+    text = """
+#[cfg(test)]
+use crate::helpers::{a, b};
+#[cfg(any(test, test))]
+fn t1() { panic!("any test"); }
+#[cfg(any(test, feature = "x"))]
+fn t2() { panic!("any test or feature"); }
+#[test]
+#[should_panic(expected = "boom")]
+fn t3<A, B>() { panic!("generic test"); }
+fn run(v: u8) {
+    match v {
+        #[cfg(test)]
+        0 => panic!("test arm"),
+        _ => panic!("real arm"),
+    }
+}
+mod inner {
+    #![cfg(test)]
+    fn t4() { panic!("inner attribute"); }
+}
+fn after() { panic!("after"); }
+"""
+    assert messages(text) == ["any test or feature", "real arm", "after"]
+
+
+def test_unterminated_code_still_gives_what_is_complete() -> None:
+    assert messages('panic!("done"); panic!("never closed') == ["done", "never closed"]
+    assert messages('panic!("done"); /* never closed panic!("x")') == ["done"]
+    assert messages('fn f() { assert!(a, "open call"') == ["open call"]
+
+
+def test_slug_cuts_at_80_characters_on_a_word() -> None:
+    long = "word " * 30
+    assert len(slug(long, is_format=True)) <= 80
+    assert slug(long, is_format=True).endswith("word")
+    assert slug("{}", is_format=True, fallback="assert-eq") == "assert-eq"
+
+
+def test_tags_of_a_repo_without_crates_folder() -> None:
+    sites = harvest_source('fn main() { x.expect("config"); }', "src/main.rs", repo="acme/widget", sha=SHA)
+    [record] = sites_to_records(sites, repo="acme/widget", sha=SHA, dataset_version=VERSION)
+    assert record.tags == ("rust", "widget", "expect")
+
+
+RUST_FRAGMENTS = st.sampled_from(
+    [
+        "panic!(", "assert_eq!(", "debug_assert!{", "todo![", "x.expect(", "core::panic!(", "\"msg {}\"",
+        '"', "'", "'a", "'\"'", "r#\"", "\"#", "b\"", "\\", "\\\n", "/*", "*/", "//", "\n", "(", ")", "[",
+        "]", "{", "}", ",", ";", "::<", ">", "->", "#[cfg(test)]", "#![cfg(test)]", "#[test]",
+        "#[cfg(all(", "fn f", "mod m", "|a, b|", "\\u{", "\ufeff", "\r\n", " ",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_harvest_never_raises_on_any_text(text: str) -> None:
+    for site in harvest_source(text, "crates/x/src/lib.rs", repo=REPO, sha=SHA):
+        assert site.message.strip()
+        assert 1 <= site.line <= text.count("\n") + 1 and site.column >= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(RUST_FRAGMENTS | st.text(max_size=3), max_size=40).map("".join))
+def test_harvest_never_raises_on_broken_rust(text: str) -> None:
+    sites = harvest_source(text, "crates/x/src/lib.rs", repo=REPO, sha=SHA)
+    records = sites_to_records(sites, repo=REPO, sha=SHA, dataset_version=VERSION)
+    assert len(records) <= len(sites)
+    for site in sites:
+        assert 1 <= site.line <= text.count("\n") + 1 and site.column >= 1
+
+
+# ---- Realism: lines as Burn writes them give the records of the data set ---------------------------------
+
+BURN_REPO = "tracel-ai/burn"
+BURN_SHA = "2c06be351006851d42fdb6df16b976f4a82d9747"
+BURN_VERSION = "2026-08-21T20:08:45.000Z"
+
+
+def place(blocks: list[tuple[int, list[str]]]) -> str:
+    """Source with each block of lines starting at the given line, blank lines between."""
+    lines: list[str] = []
+    for start, block in blocks:
+        assert len(lines) < start, "blocks overlap"
+        lines.extend([""] * (start - 1 - len(lines)))
+        lines.extend(block)
+    return "\n".join(lines) + "\n"
+
+
+UE8M0 = '"UE8M0 scales are not yet supported"'
+DICE = '"Outputs and targets must have the same dimensions. Got {:?} and {:?}"'
+RECOMPUTE = (
+    '"Can\'t get state content of recompute state. A child has likely been accessed before its parents."'
+)
+# Burn's code around some sites, each block starting on the line of its `fn`, indented as in Burn so that
+# the columns are Burn's too.
+BURN_FILES: dict[str, list[tuple[int, list[str]]]] = {
+    "crates/burn-autodiff/src/ops/module.rs": [
+        (914, ["    fn deform_conv2d_backward() {",
+               "        panic!(\"Can't differentiate deform conv 2d backward.\");",
+               "    }"]),
+    ],
+    # A trailing space inside the message.
+    "crates/burn-autodiff/src/checkpoint/base.rs": [
+        (83, ["fn topological_sort() {",
+              '                    panic!("Node {node_id:?} is not in the backward_states. ");',
+              "}"]),
+    ],
+    # `.expect` with a literal `{D}`: escaped in the pattern.
+    "crates/burn-ir/src/operation.rs": [
+        (79, ["    fn as_fixed() {",
+              '          let inputs = self.inputs.try_into().expect("Wrong number of inputs expected '
+              '(expected {D}, is {}), check your implementation");',
+              "    }"]),
+    ],
+    # A message spanning lines: its newlines and indentation are part of it.
+    "crates/burn-tensor/src/tensor/api/base.rs": [
+        (3642, ["fn try_into_data_sync_impl() {",
+                " " * 26 + "try_read_sync(self.into_data_async()).expect(",
+                '            "Failed to read tensor data synchronously.',
+                "        This can happen on platforms that don't support blocking futures like WASM.",
+                '        If possible, try using into_data_async instead.",',
+                "        )",
+                "}"]),
+    ],
+    "crates/burn-cubecl/src/kernel/reduce/base.rs": [
+        (258, ["fn reduce_dim() {",
+               "    debug_assert!(",
+               "        !matches!(config, ReduceFnConfig::ArgMax) || output_dtype.is_some(),",
+               '        "The `output_dtype` has to be `Some` when the `config` is `ArgMax`, `ArgMin`, '
+               "`ArgTopK`, `Any` or `All`.",
+               '        "',
+               "    );",
+               "}"]),
+    ],
+    "crates/burn-backend/src/backend/ops/modules/base.rs": [
+        (530, ["    fn fold4d() {",
+               "        assert_eq!(",
+               "            channels_col % kernel_elems,",
+               "            0,",
+               '            "fold4d: input channels ({channels_col}) must be divisible by the kernel size '
+               'product ({kernel_elems})"',
+               "        );",
+               "    }"]),
+    ],
+    "crates/burn-backend/src/backend/ops/modules/grid_sample.rs": [
+        (32, ["fn float_grid_sample_2d_ref() {",
+              '        _ => todo!("Default implementation for grid_sample_2d with {:?} unimplemented",',
+              "            mode),",
+              "}"]),
+    ],
+    # Two unreachable! sites with one message: one record, at the first.
+    "crates/burn-autodiff/src/checkpoint/state.rs": [
+        (29, ["fn to_state_content() {", f"                unreachable!({RECOMPUTE})", "}"]),
+        (44, ["fn into_state_content() {", f"                unreachable!({RECOMPUTE})", "}"]),
+    ],
+    # One message, an `.expect` first and then two `unimplemented!`: the record is the expect's.
+    "crates/burn-std/src/tensor/quantization.rs": [
+        (365, ["fn scale_to_dtype() {", "    x", f"        .expect({UE8M0})", "}"]),
+        (439, ["fn decode_scales() {", f"              Self::UE8M0 => unimplemented!({UE8M0}),", "}"]),
+        (459, ["fn encode_scales() {", f"              Self::UE8M0 => unimplemented!({UE8M0}),", "}"]),
+    ],
+    # One message, an `assert!` and then a `panic!`: the record is the assertion's.
+    "crates/burn-train/src/metric/vision/dice.rs": [
+        (46, ["    fn new() {", "        assert!(", "            a == b,", f"            {DICE},",
+              "            a,", "            b", "        );", "    }"]),
+        (120, ["    fn update() {", "            panic!(", f"                {DICE},", "                a, b",
+               "            );", "    }"]),
+    ],
+}  # fmt: skip
+
+
+def test_burn_lines_give_the_data_set_records_and_sites() -> None:
+    data = shared_data_dir()
+    lines = {}
+    with (data / "burn-panics.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)["record"]
+            lines[record["id"]] = record
+    with (data / "burn-panics.sites.jsonl").open(encoding="utf-8") as f:
+        table = [json.loads(line) for line in f]
+    for path, blocks in BURN_FILES.items():
+        sites = harvest_source(place(blocks), path, repo=BURN_REPO, sha=BURN_SHA)
+        records = sites_to_records(sites, repo=BURN_REPO, sha=BURN_SHA, dataset_version=BURN_VERSION)
+        assert records, path
+        for record in records:
+            assert record.id in lines, (path, record.errorMessage)
+            assert record.model_dump(mode="json") == Record.model_validate(lines[record.id]).model_dump(
+                mode="json"
+            )
+        expected_sites = [
+            (row["kind"], row["lineNumber"], row["column"], row["function"], row["isFormat"])
+            for row in table
+            if row["id"] in {r.id for r in records}
+        ]
+        assert [(s.kind, s.line, s.column, s.function, s.is_format) for s in sites] == expected_sites
