@@ -24,6 +24,8 @@ from adapters.slack.settings import SlackSettings
 from adapters.slack.state import (
     Clock,
     Cooldown,
+    CooldownGate,
+    EventDeduper,
     ExpiringMap,
     FeedbackStore,
     InMemoryFeedbackStore,
@@ -52,10 +54,15 @@ class SlackState:
     clock: Clock = time.monotonic
     cooldown_seconds: float = 600.0
     feedback: FeedbackStore = field(default_factory=InMemoryFeedbackStore)
+    # Shared across replicas when the deployment passes Redis-backed ones; in-process by default.
+    seen: EventDeduper | None = None
+    cooldown: CooldownGate | None = None
 
     def __post_init__(self) -> None:
-        self.seen = SeenEvents(self.clock)
-        self.cooldown = Cooldown(self.cooldown_seconds, self.clock)
+        if self.seen is None:
+            self.seen = SeenEvents(self.clock)
+        if self.cooldown is None:
+            self.cooldown = Cooldown(self.cooldown_seconds, self.clock)
         self.replies: ExpiringMap[tuple[str, str], PostedReply] = ExpiringMap(
             7 * 24 * 3600, 50_000, self.clock
         )

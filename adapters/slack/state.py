@@ -55,6 +55,20 @@ class ExpiringMap(Generic[K, V]):
         return len(self._items)
 
 
+class EventDeduper(Protocol):
+    """Answers once per event id; a deployment with replicas shares it (Redis)."""
+
+    def first_time(self, event_id: str) -> bool: ...
+
+
+class CooldownGate(Protocol):
+    """One auto-reply per record per channel per cooldown; shared across replicas in a deployment."""
+
+    def allow(self, channel: str, record_id: str) -> bool: ...
+
+    def release(self, channel: str, record_id: str) -> None: ...
+
+
 class SeenEvents:
     """Event ids already handled, so a re-delivered event is answered once."""
 
