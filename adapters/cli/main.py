@@ -163,35 +163,34 @@ def _harvest(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
-    """The bot's main job: Slack when its token is set (or asked for), else a demo in the terminal."""
-    wanted = args.platform
-    if wanted == "discord" or (
-        wanted is None and os.environ.get("DISCORD_TOKEN") and not os.environ.get("SLACK_BOT_TOKEN")
-    ):
-        raise UsageError("the Discord adapter is not built yet (see the open issues)")
-    if wanted == "slack" or os.environ.get("SLACK_BOT_TOKEN"):
-        return serve_slack(args, err)
-    return run_demo(out, err)
+    """The bot's main job: every adapter whose credentials are set (or the one asked for) in one process;
+    with none set, it says which variables to set and shows a demo lookup in the terminal."""
+    # Imported here: the service loads the chat SDKs, which `lookup` should not wait for.
+    from adapters.service.logs import configure_logging  # noqa: PLC0415
+    from adapters.service.main import (  # noqa: PLC0415
+        PLATFORM_VARIABLES,
+        Service,
+        ServiceError,
+        configured_platforms,
+        load_service_settings,
+    )
 
-
-def serve_slack(args: argparse.Namespace, err: Console) -> int:
-    """Settings are read once here and passed down; a bad one stops start-up naming the variable."""
-    # Imported here: the Slack SDKs take a while to load and `lookup` should not wait for them.
-    from adapters.slack.app import build_slack_app  # noqa: PLC0415
-    from adapters.slack.server import run_http, run_socket_mode  # noqa: PLC0415
-    from adapters.slack.settings import SettingsError, load_slack_settings  # noqa: PLC0415
-
+    platforms = [args.platform] if args.platform else configured_platforms(dict(os.environ))
+    if not platforms:
+        variables = " or ".join(PLATFORM_VARIABLES.values())
+        err.print(f"panicbot: no chat credentials set ({variables}); running the terminal demo", markup=False)
+        return run_demo(out, err)
     try:
-        settings = load_slack_settings(http_mode=args.http)
-    except SettingsError as exc:
-        raise UsageError(f"cannot start Slack: {exc}") from None
-    service = PanicLookup(open_catalog(settings.catalog_paths, err))
-    app = build_slack_app(settings, service)
-    if args.http:
-        run_http(app, len(service.matcher), args.host, args.port)
-    else:
-        assert settings.slack_app_token is not None  # load_slack_settings checked it
-        asyncio.run(run_socket_mode(app, settings.slack_app_token.get_secret_value()))
+        settings = load_service_settings()
+        if args.port is not None:
+            settings.panicbot_http_port = args.port
+        if args.host is not None:
+            settings.panicbot_http_host = args.host
+        service = Service(settings, platforms, slack_http=args.http)
+        configure_logging(settings.panicbot_log_format)  # only once start-up checks have passed
+        asyncio.run(service.run())
+    except ServiceError as exc:
+        raise UsageError(str(exc)) from None
     return EXIT_OK
 
 
@@ -274,8 +273,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--http", action="store_true", help="Slack over HTTP (POST /slack/events) instead of Socket Mode"
     )
-    serve.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on (default 0.0.0.0)")
-    serve.add_argument("--port", type=int, default=3000, help="HTTP mode: port (default 3000)")
+    serve.add_argument(
+        "--host", help="address of the HTTP endpoints (default $PANICBOT_HTTP_HOST or 0.0.0.0)"
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        help="port of /healthz, /readyz, /metrics and, with --http, /slack/events "
+        "(default $PANICBOT_HTTP_PORT or 8080)",
+    )
     return parser
 
 

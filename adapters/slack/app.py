@@ -19,6 +19,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.observe import Observer, Observers
 from adapters.slack import render
 from adapters.slack.settings import SlackSettings
 from adapters.slack.state import (
@@ -57,6 +58,7 @@ class SlackState:
     # Shared across replicas when the deployment passes Redis-backed ones; in-process by default.
     seen: EventDeduper | None = None
     cooldown: CooldownGate | None = None
+    observer: Observer = field(default_factory=Observers)
 
     def __post_init__(self) -> None:
         if self.seen is None:
@@ -138,11 +140,17 @@ class _Handlers:
     async def on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("slack handler failed (%s): %s", body.get("type"), error.__class__.__name__, exc_info=error)
 
+    def lookup(self, text: str, limit: int = 5) -> LookupResult:
+        started = time.perf_counter()
+        result = self.service.lookup(text, limit=limit)
+        self.state.observer.looked_up(PLATFORM, result, time.perf_counter() - started)
+        return result
+
     def answer(self, text: str, *, ephemeral: bool) -> tuple[render.SlackMessage, LookupResult | None]:
         """The message for a paste or query: a card, "no known record", or usage for an empty one."""
         if not text.strip() or text.strip().lower() == "help":
             return render.usage_message(), None
-        result = self.service.lookup(text)
+        result = self.lookup(text)
         card = self.service.card(result)
         if card is None:
             return render.no_match_message(result, query=text), result
@@ -198,7 +206,7 @@ class _Handlers:
         bot_user = context.get("bot_user_id")
         if bot_user and f"<@{bot_user}" in text:
             return  # a mention: on_mention answers it
-        result = self.service.lookup(text)
+        result = self.lookup(text)
         card = self.service.card(result) if result.auto_reply else None
         if card is None or not self.state.cooldown.allow(channel, card.record_id):
             return
@@ -208,6 +216,7 @@ class _Handlers:
             self.state.cooldown.release(channel, card.record_id)
             return
         self.state.replies.put((channel, event["ts"]), PostedReply(channel, posted, card.record_id))
+        self.state.observer.auto_replied(PLATFORM, card.record_id)
 
     async def _on_edit(self, event: dict[str, Any], client: AsyncWebClient) -> None:
         """An edited paste: update our reply, or remove it when the paste no longer warrants one."""
@@ -216,7 +225,7 @@ class _Handlers:
         reply = self.state.replies.get((channel, edited.get("ts", "")))
         if reply is None:
             return
-        result = self.service.lookup(edited.get("text") or "")
+        result = self.lookup(edited.get("text") or "")
         card = self.service.card(result) if result.auto_reply else None
         if card is None:
             await self._delete(client, reply)
@@ -230,6 +239,7 @@ class _Handlers:
         try:
             await client.chat_update(channel=channel, ts=reply.ts, text=message.text, blocks=message.blocks)
         except SlackApiError as exc:
+            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
             log.warning("chat.update failed in %s: %s", channel, exc.response.get("error"))
             return
         self.state.replies.put(
@@ -278,7 +288,7 @@ class _Handlers:
         if query is None:
             await self._respond(respond, render.error_message("That lookup has expired: run /panic again."))
             return
-        result = self.service.lookup(query, limit=8)
+        result = self.lookup(query, limit=8)
         await self._respond(
             respond,
             render.more_matches_message(result, skip_record_id=record_id),
@@ -328,6 +338,7 @@ class _Handlers:
                 replace_original=False,
             )
             return
+        self.state.observer.voted(PLATFORM, vote)
         card = self.service.card_for_record(record_id, confidence=value.confidence)
         if card is None:
             return
@@ -356,6 +367,7 @@ class _Handlers:
                 blocks=message.blocks,
             )
         except SlackApiError as exc:
+            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
             log.warning("chat.update after a vote failed: %s", exc.response.get("error"))
 
     # -- Slack calls that never raise -----------------------------------------------------------------
@@ -366,6 +378,7 @@ class _Handlers:
                 channel=channel, ts=thread_ts, limit=1, inclusive=True
             )
         except SlackApiError as exc:
+            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
             log.warning("conversations.replies failed in %s: %s", channel, exc.response.get("error"))
             return ""
         messages = replies.get("messages") or []
@@ -384,6 +397,7 @@ class _Handlers:
                 unfurl_links=False,
             )
         except SlackApiError as exc:
+            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
             log.warning("chat.postMessage failed in %s: %s", channel, exc.response.get("error"))
             return None
         except Exception as exc:  # timeouts and connection errors after the retries
@@ -396,6 +410,7 @@ class _Handlers:
         try:
             await client.chat_delete(channel=reply.channel, ts=reply.ts)
         except SlackApiError as exc:
+            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
             log.warning("chat.delete failed in %s: %s", reply.channel, exc.response.get("error"))
         self.state.cooldown.release(reply.channel, reply.record_id)
 

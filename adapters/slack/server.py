@@ -32,8 +32,8 @@ def to_bolt_request(raw_body: str, query: str, headers: dict[str, str]) -> Async
     return request
 
 
-def build_web_application(app: AsyncApp, records: int) -> web.Application:
-    """The aiohttp application Slack posts to, with a health check for the load balancer."""
+def add_slack_routes(web_app: web.Application, app: AsyncApp) -> None:
+    """`POST /slack/events`: events, commands, shortcuts and actions all arrive here in HTTP mode."""
 
     async def events(request: web.Request) -> web.Response:
         raw = await request.text()
@@ -41,18 +41,19 @@ def build_web_application(app: AsyncApp, records: int) -> web.Application:
         bolt_response = await app.async_dispatch(bolt_request)
         return await to_aiohttp_response(bolt_response)
 
+    web_app.router.add_post(EVENTS_PATH, events)
+
+
+def build_web_application(app: AsyncApp, records: int) -> web.Application:
+    """The aiohttp application Slack posts to, with a health check for the load balancer."""
+
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"ok": True, "records": records})
 
     web_app = web.Application(client_max_size=2 * 1024 * 1024)
-    web_app.router.add_post(EVENTS_PATH, events)
+    add_slack_routes(web_app, app)
     web_app.router.add_get(HEALTH_PATH, health)
     return web_app
-
-
-def run_http(app: AsyncApp, records: int, host: str, port: int) -> None:
-    log.info("serving Slack over HTTP on %s:%d%s", host, port, EVENTS_PATH)
-    web.run_app(build_web_application(app, records), host=host, port=port, print=None)
 
 
 async def run_socket_mode(app: AsyncApp, app_token: str) -> None:

@@ -1,0 +1,125 @@
+"""The serving catalog, reloadable without a restart: a new index is built aside and swapped in at once.
+
+A broken file keeps the old catalog serving and says exactly why. Handlers hold a `LiveLookup` and never see
+a half-built index: the swap is one attribute assignment, and each call reads it once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.records import Catalog, default_catalog, load_catalog
+from bot.service import PanicLookup
+
+log = logging.getLogger("panicbot.catalog")
+
+
+class CatalogLoadError(Exception):
+    """A catalog that cannot serve: no usable record at all."""
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    records: int
+    problems: list[str]
+    sources: list[str]
+
+
+def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
+    """A PanicLookup over `paths` (the embedded data set when empty); bad lines are reported, not fatal."""
+    catalog: Catalog = load_catalog(paths) if paths else default_catalog()
+    problems = [str(problem) for problem in catalog.errors]
+    if not catalog.entries:
+        raise CatalogLoadError("; ".join(problems[:5]) or "no record found")
+    sources = list(paths) or ["embedded default data set"]
+    return PanicLookup(catalog), LoadReport(len(catalog.entries), problems, sources)
+
+
+def _fingerprint(paths: Sequence[str]) -> tuple[tuple[str, float, int], ...]:
+    """What changes when a catalog file is edited, added or removed."""
+    found = []
+    for raw in paths:
+        path = Path(raw)
+        files = sorted(path.rglob("*")) if path.is_dir() else [path]
+        for file in files:
+            try:
+                stat = file.stat()
+            except OSError:
+                continue
+            if file.is_file():
+                found.append((str(file), stat.st_mtime, stat.st_size))
+    return tuple(found)
+
+
+class LiveLookup:
+    """Stands in for a `PanicLookup`, forwarding to whichever catalog is serving now."""
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        on_loaded: Callable[[PanicLookup, LoadReport], None] | None = None,
+    ) -> None:
+        self.paths = list(paths)
+        self._on_loaded = on_loaded
+        self.current, report = build_lookup(self.paths)
+        self._fingerprint = _fingerprint(self.paths)
+        self._announce(report)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.current, name)
+
+    def _announce(self, report: LoadReport) -> None:
+        for problem in report.problems[:20]:
+            log.warning("catalog problem: %s", problem)
+        log.info("catalog serving %d records from %s", report.records, ", ".join(report.sources))
+        if self._on_loaded is not None:
+            self._on_loaded(self.current, report)
+
+    def reload(self) -> bool:
+        """Build the catalog again and swap it in; on failure keep serving the old one. True if swapped."""
+        try:
+            fresh, report = build_lookup(self.paths)
+        except (CatalogLoadError, OSError) as exc:
+            log.error("catalog reload failed, still serving the previous catalog: %s", exc)
+            return False
+        if report.problems:
+            # A file caught mid-save or a bad edit: serving it would silently drop records.
+            log.error(
+                "catalog reload refused, still serving the previous catalog: %d problem(s), first: %s",
+                len(report.problems),
+                report.problems[0],
+            )
+            return False
+        self.current = fresh
+        self._fingerprint = _fingerprint(self.paths)
+        self._announce(report)
+        return True
+
+    def changed_on_disk(self) -> bool:
+        return bool(self.paths) and _fingerprint(self.paths) != self._fingerprint
+
+    async def watch(self, interval: float = 5.0) -> None:
+        """Reload when a catalog file changes (polled: works on every filesystem, mounts included)."""
+        while True:
+            await asyncio.sleep(interval)
+            if self.changed_on_disk():
+                log.info("catalog files changed on disk: reloading")
+                await asyncio.to_thread(self.reload)
+
+    def install_sighup(self, loop: asyncio.AbstractEventLoop) -> None:
+        """`kill -HUP` reloads; the build runs in a thread so replies keep flowing meanwhile."""
+
+        def on_sighup() -> None:
+            log.info("SIGHUP: reloading the catalog")
+            loop.create_task(asyncio.to_thread(self.reload))
+
+        try:
+            loop.add_signal_handler(signal.SIGHUP, on_sighup)
+        except (NotImplementedError, RuntimeError, AttributeError):  # not on this platform
+            log.info("SIGHUP reload is not available here")

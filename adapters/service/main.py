@@ -1,0 +1,191 @@
+"""`panicbot serve`: every adapter whose credentials are set, in one asyncio process, with `GET /healthz`,
+`GET /readyz` and `GET /metrics`, catalog hot reload (SIGHUP or a file change) and graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from adapters.observe import Observer, Observers
+from adapters.service.live_catalog import CatalogLoadError, LiveLookup, LoadReport
+from adapters.service.metrics import CONTENT_TYPE, Metrics
+from bot.service import PanicLookup
+
+log = logging.getLogger("panicbot.service")
+
+PLATFORM_VARIABLES = {"slack": "SLACK_BOT_TOKEN", "discord": "DISCORD_TOKEN"}
+
+
+class ServiceError(Exception):
+    """Start-up cannot go on; the message says which setting to fix."""
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    panicbot_catalog: str = ""
+    panicbot_http_host: str = "0.0.0.0"
+    panicbot_http_port: int = Field(default=8080, ge=0, le=65535)
+    panicbot_log_format: str = Field(default="json", pattern="^(json|text)$")
+    panicbot_catalog_watch_seconds: float = Field(default=5.0, ge=0)
+    panicbot_shutdown_grace_seconds: float = Field(default=10.0, ge=0)
+
+    @property
+    def catalog_paths(self) -> list[str]:
+        return [part for part in self.panicbot_catalog.split(os.pathsep) if part.strip()]
+
+
+def load_service_settings() -> ServiceSettings:
+    try:
+        return ServiceSettings()
+    except ValidationError as exc:
+        problems = [
+            f"{str(error['loc'][0]).upper()} {error['msg'].removeprefix('Value error, ')}"
+            for error in exc.errors()
+        ]
+        raise ServiceError("; ".join(problems)) from None
+
+
+def configured_platforms(environ: dict[str, str]) -> list[str]:
+    return [name for name, variable in PLATFORM_VARIABLES.items() if environ.get(variable)]
+
+
+@dataclass
+class ServiceStatus:
+    """What /readyz reports: the catalog is loaded and every started platform is connected."""
+
+    live: LiveLookup
+    stopping: bool = False
+    checks: dict[str, Any] = field(default_factory=dict)
+
+    def ready(self) -> tuple[bool, dict[str, bool]]:
+        states = {"catalog": len(self.live.matcher) > 0}
+        for name, check in self.checks.items():
+            try:
+                states[name] = bool(check())
+            except Exception:
+                states[name] = False
+        return (not self.stopping and all(states.values())), states
+
+
+def build_service_application(status: ServiceStatus, metrics: Metrics) -> web.Application:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def readyz(_: web.Request) -> web.Response:
+        ready, states = status.ready()
+        body = {"ready": ready, "stopping": status.stopping, **states, "records": len(status.live.matcher)}
+        return web.json_response(body, status=200 if ready else 503)
+
+    async def metrics_page(_: web.Request) -> web.Response:
+        return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
+
+    web_app = web.Application(client_max_size=2 * 1024 * 1024)
+    web_app.router.add_get("/healthz", healthz)
+    web_app.router.add_get("/readyz", readyz)
+    web_app.router.add_get("/metrics", metrics_page)
+    return web_app
+
+
+class Service:
+    """One process: the catalog, the observers, the HTTP endpoints and the chat adapters."""
+
+    def __init__(self, settings: ServiceSettings, platforms: list[str], *, slack_http: bool = False) -> None:
+        self.settings = settings
+        self.platforms = platforms
+        self.slack_http = slack_http
+        if "discord" in platforms:
+            raise ServiceError("the Discord adapter is not wired into the service yet")
+        self.metrics = Metrics()
+        self.observer: Observer = Observers(self.metrics)
+        try:
+            self.live = LiveLookup(settings.catalog_paths, on_loaded=self._catalog_loaded)
+        except CatalogLoadError as exc:
+            raise ServiceError(f"PANICBOT_CATALOG holds no usable record: {exc}") from None
+        self.status = ServiceStatus(self.live)
+        self.web_app = build_service_application(self.status, self.metrics)
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._closers: list[Any] = []
+        self._stop = asyncio.Event()
+        self.started = asyncio.Event()
+        self.bound: Any = None
+
+    def _catalog_loaded(self, lookup: PanicLookup, report: LoadReport) -> None:
+        self.metrics.catalog_loaded(report.records, lookup.catalog.dataset_versions, report.sources)
+        self.metrics.catalog_reloads.labels("loaded").inc()
+
+    async def _start_slack(self) -> None:
+        # Imported here: only a process that serves Slack loads the Slack SDKs.
+        from adapters.slack.app import SlackState, build_slack_app  # noqa: PLC0415
+        from adapters.slack.server import add_slack_routes  # noqa: PLC0415
+        from adapters.slack.settings import SettingsError, load_slack_settings  # noqa: PLC0415
+
+        try:
+            settings = load_slack_settings(http_mode=self.slack_http)
+        except SettingsError as exc:
+            raise ServiceError(f"cannot start Slack: {exc}") from None
+        state = SlackState(
+            cooldown_seconds=settings.slack_auto_reply_cooldown_seconds, observer=self.observer
+        )
+        app = build_slack_app(settings, self.live, state)  # type: ignore[arg-type]  # LiveLookup stands in
+        if self.slack_http:
+            add_slack_routes(self.web_app, app)
+            self.status.checks["slack"] = lambda: True
+            return
+        from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler  # noqa: PLC0415
+
+        assert settings.slack_app_token is not None  # load_slack_settings checked it
+        handler = AsyncSocketModeHandler(app, settings.slack_app_token.get_secret_value())
+        await handler.connect_async()
+        self.status.checks["slack"] = lambda: handler.client.is_connected() if handler.client else False
+        self._closers.append(handler.close_async)
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._stop.set)
+        self.live.install_sighup(loop)
+        if "slack" in self.platforms:
+            await self._start_slack()
+        runner = web.AppRunner(self.web_app, shutdown_timeout=self.settings.panicbot_shutdown_grace_seconds)
+        await runner.setup()
+        site = web.TCPSite(runner, self.settings.panicbot_http_host, self.settings.panicbot_http_port)
+        await site.start()
+        self.bound = runner.addresses[0] if runner.addresses else None
+        self.started.set()
+        log.info(
+            "panicbot serving",
+            extra={"platforms": ",".join(self.platforms), "port": self.settings.panicbot_http_port},
+        )
+        if self.settings.panicbot_catalog_watch_seconds > 0 and self.live.paths:
+            self._tasks.append(
+                asyncio.create_task(self.live.watch(self.settings.panicbot_catalog_watch_seconds))
+            )
+        await self._stop.wait()
+        await self.shutdown(runner)
+
+    async def shutdown(self, runner: web.AppRunner) -> None:
+        """Stop taking new work (readyz turns 503), let replies in flight finish (bounded), close."""
+        log.info("shutting down")
+        self.status.stopping = True
+        for task in self._tasks:
+            task.cancel()
+        grace = self.settings.panicbot_shutdown_grace_seconds
+        for close in self._closers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(close(), timeout=grace)
+        await runner.cleanup()  # waits up to shutdown_timeout for handlers in flight
+        log.info("stopped")
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -1,0 +1,155 @@
+"""The one-process service: health, readiness and metrics endpoints, Slack over HTTP through it, catalog hot
+reload that never serves a broken file, JSON logs, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+import pytest
+
+from adapters.service.live_catalog import LiveLookup
+from adapters.service.logs import JsonFormatter
+from adapters.service.main import Service, ServiceSettings
+from tests.adapters.slack.fake_slack import FakeSlack
+from tests.adapters.slack.test_app import (
+    AVG_POOL_PASTE,
+    AVG_POOL_TITLE,
+    BOT_TOKEN,
+    SIGNING_SECRET,
+    signed,
+    slash_command,
+)
+
+SEEDS = Path(__file__).resolve().parents[3] / "bot" / "data" / "default_catalog.jsonl"
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL",
+                 "SLACK_AUTO_REPLY_CHANNELS", "PANICBOT_CATALOG", "DISCORD_TOKEN", "HTTP_PROXY", "http_proxy",
+                 "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    return monkeypatch
+
+
+def settings(**overrides: Any) -> ServiceSettings:
+    values: dict[str, Any] = {
+        "panicbot_http_host": "127.0.0.1",
+        "panicbot_http_port": 0,
+        "panicbot_catalog_watch_seconds": 0,
+        "panicbot_shutdown_grace_seconds": 2,
+    }
+    values.update(overrides)
+    return ServiceSettings(**values)
+
+
+async def started(service: Service) -> tuple[asyncio.Task[None], str]:
+    task = asyncio.create_task(service.run())
+    await asyncio.wait_for(service.started.wait(), timeout=10)
+    host, port = service.bound[:2]
+    return task, f"http://{host}:{port}"
+
+
+async def stopped(service: Service, task: asyncio.Task[None]) -> None:
+    service.stop()
+    await asyncio.wait_for(task, timeout=10)
+
+
+def test_health_readiness_and_metrics_endpoints(clean_env: pytest.MonkeyPatch) -> None:
+    async def scenario() -> None:
+        service = Service(settings(), [])
+        task, base = await started(service)
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/healthz") as response:
+                assert response.status == 200
+                assert await response.json() == {"ok": True}
+            async with http.get(f"{base}/readyz") as response:
+                assert response.status == 200
+                body = await response.json()
+                assert body["ready"] is True and body["catalog"] is True and body["records"] == 3
+            async with http.get(f"{base}/metrics") as response:
+                text = await response.text()
+                assert response.status == 200
+                assert "panicbot_catalog_records 3.0" in text
+                assert 'panicbot_catalog_reloads_total{outcome="loaded"} 1.0' in text
+        service.status.stopping = True
+        ready, _ = service.status.ready()
+        assert not ready  # a stopping replica leaves the load balancer's rotation first
+        await stopped(service, task)
+
+    asyncio.run(scenario())
+
+
+def test_slack_over_http_through_the_service_counts_lookups(clean_env: pytest.MonkeyPatch) -> None:
+    async def scenario() -> None:
+        async with FakeSlack(BOT_TOKEN) as fake:
+            clean_env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+            clean_env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+            clean_env.setenv("SLACK_API_URL", fake.api_url)
+            service = Service(settings(), ["slack"], slack_http=True)
+            task, base = await started(service)
+            body = urlencode(slash_command(AVG_POOL_PASTE, fake.response_url()))
+            headers = {**signed(body), "Content-Type": "application/x-www-form-urlencoded"}
+            async with aiohttp.ClientSession() as http:
+                async with http.post(f"{base}/slack/events", data=body, headers=headers) as response:
+                    assert response.status == 200
+                [answer] = await fake.wait_for(fake.responses, what="the /panic answer")
+                assert AVG_POOL_TITLE in json.dumps(answer.body)
+                async with http.get(f"{base}/metrics") as response:
+                    text = await response.text()
+            assert 'panicbot_lookups_total{platform="slack",status="matched"} 1.0' in text
+            assert 'panicbot_matches_total{band="0.9-1",platform="slack"} 1.0' in text
+            assert 'panicbot_lookup_seconds_count{platform="slack"} 1.0' in text
+            await stopped(service, task)
+
+    asyncio.run(scenario())
+
+
+def test_hot_reload_swaps_a_good_catalog_and_keeps_serving_on_a_broken_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog = tmp_path / "catalog.jsonl"
+    lines = SEEDS.read_text(encoding="utf-8").splitlines()
+    catalog.write_text(lines[0] + "\n", encoding="utf-8")
+    loaded: list[int] = []
+    live = LiveLookup([str(catalog)], on_loaded=lambda _, report: loaded.append(report.records))
+    assert len(live.matcher) == 1 and loaded == [1]
+    assert not live.changed_on_disk()
+
+    catalog.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert live.changed_on_disk()
+    before = live.current
+    assert live.reload()
+    assert live.current is not before and len(live.matcher) == 3 and loaded == [1, 3]
+    assert live.lookup("avg pool 2d backward").best is not None
+
+    catalog.write_text("\n".join(lines) + '\n{"record": {"id": "x"', encoding="utf-8")  # caught mid-save
+    with caplog.at_level(logging.ERROR, logger="panicbot.catalog"):
+        assert not live.reload()
+    assert len(live.matcher) == 3 and loaded == [1, 3]
+    assert "reload refused" in caplog.text and "catalog.jsonl:4" in caplog.text
+
+    catalog.write_text("not json at all\n", encoding="utf-8")
+    assert not live.reload()
+    assert len(live.matcher) == 3
+
+
+def test_json_logs_carry_context_on_one_line() -> None:
+    record = logging.LogRecord("panicbot.slack", logging.WARNING, __file__, 1, "posted %s", ("card",), None)
+    record.platform = "slack"
+    record.confidence = 0.97
+    entry = json.loads(JsonFormatter().format(record))
+    assert entry["message"] == "posted card"
+    assert (entry["level"], entry["logger"], entry["platform"], entry["confidence"]) == (
+        "warning",
+        "panicbot.slack",
+        "slack",
+        0.97,
+    )
