@@ -115,6 +115,7 @@ class Service:
         self.web_app = build_service_application(self.status, self.metrics)
         self._tasks: list[asyncio.Task[Any]] = []
         self._closers: list[Any] = []
+        self._drains: list[Any] = []
         self._stop = asyncio.Event()
         self.started = asyncio.Event()
         self.bound: Any = None
@@ -137,6 +138,7 @@ class Service:
             cooldown_seconds=settings.slack_auto_reply_cooldown_seconds, observer=self.observer
         )
         app = build_slack_app(settings, self.live, state)  # type: ignore[arg-type]  # LiveLookup stands in
+        self._drains.append(state.drain)
         if self.slack_http:
             add_slack_routes(self.web_app, app)
             self.status.checks["slack"] = lambda: True
@@ -184,7 +186,9 @@ class Service:
         for close in self._closers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(close(), timeout=grace)
-        await runner.cleanup()  # waits up to shutdown_timeout for handlers in flight
+        await runner.cleanup()  # waits up to shutdown_timeout for requests in flight
+        for drain in self._drains:
+            await drain(grace)  # replies already acknowledged get their answer
         log.info("stopped")
 
     def stop(self) -> None:

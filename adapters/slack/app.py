@@ -3,9 +3,12 @@ share / more / full-fix buttons and 👍/👎 feedback, on Bolt's AsyncApp (HTTP
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import re
 import time
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +72,29 @@ class SlackState:
             7 * 24 * 3600, 50_000, self.clock
         )
         self.lookups = RecentLookups(self.clock)
+        self.pending: set[asyncio.Task[None]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run a reply in the background; failures are logged, never lost silently."""
+        task = asyncio.get_running_loop().create_task(_logged(work))
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def drain(self, timeout: float) -> None:
+        """Let the replies in flight finish, for at most `timeout` seconds (graceful shutdown)."""
+        if self.pending:
+            await asyncio.wait(set(self.pending), timeout=timeout)
+
+
+async def _already_acknowledged(*_: Any, **__: Any) -> None:
+    """Stands in for `ack` once the listener has acknowledged."""
+
+
+async def _logged(work: Coroutine[Any, Any, None]) -> None:
+    try:
+        await work
+    except Exception:
+        log.exception("a Slack reply failed")
 
 
 def strip_mentions(text: str) -> str:
@@ -101,7 +127,7 @@ def build_slack_app(
         client=build_web_client(settings),
         signing_secret=secret.get_secret_value() if secret else None,
         request_verification_enabled=secret is not None,
-        process_before_response=False,
+        process_before_response=True,  # see _Handlers.acked_then_later
         raise_error_for_unhandled_request=False,
     )
     handlers = _Handlers(settings, service, state)
@@ -115,16 +141,34 @@ class _Handlers:
 
     def register(self, app: AsyncApp) -> None:
         app.middleware(self.drop_redelivered_events)
-        app.command(COMMAND)(self.on_command)
-        app.event("app_mention")(self.on_mention)
-        app.shortcut(SHORTCUT_CALLBACK_ID)(self.on_shortcut)
-        app.event("message")(self.on_message)
-        app.action(render.ACTION_SHARE)(self.on_share)
-        app.action(render.ACTION_MORE)(self.on_more)
-        app.action(render.ACTION_FULL_FIX)(self.on_full_fix)
-        app.action(render.ACTION_VOTE_UP)(self.on_vote)
-        app.action(render.ACTION_VOTE_DOWN)(self.on_vote)
+        app.command(COMMAND)(self.acked_then_later(self.on_command))
+        app.event("app_mention")(self.acked_then_later(self.on_mention))
+        app.shortcut(SHORTCUT_CALLBACK_ID)(self.acked_then_later(self.on_shortcut))
+        app.event("message")(self.acked_then_later(self.on_message))
+        app.action(render.ACTION_SHARE)(self.acked_then_later(self.on_share))
+        app.action(render.ACTION_MORE)(self.acked_then_later(self.on_more))
+        app.action(render.ACTION_FULL_FIX)(self.acked_then_later(self.on_full_fix))
+        app.action(render.ACTION_VOTE_UP)(self.acked_then_later(self.on_vote))
+        app.action(render.ACTION_VOTE_DOWN)(self.acked_then_later(self.on_vote))
         app.error(self.on_error)
+
+    def acked_then_later(self, handler: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+        """Acknowledge at once, do the work in a task of its own.
+
+        Slack wants the ack within 3 s. Bolt's own way (process_before_response=False) polls for the ack
+        every 10 ms per request; under a burst the acks then queue behind other requests' lookups. Acking
+        first and answering from a task keeps every ack immediate, and the tasks are tracked so a shutdown
+        can let the replies in flight finish."""
+
+        @functools.wraps(handler)  # Bolt reads the wrapped handler's parameter names to inject arguments
+        async def listener(**kwargs: Any) -> None:
+            ack = kwargs.get("ack")
+            if ack is not None:
+                await ack()
+                kwargs["ack"] = _already_acknowledged
+            self.state.spawn(handler(**kwargs))
+
+        return listener
 
     # -- plumbing -------------------------------------------------------------------------------------
 
