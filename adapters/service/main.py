@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapters.observe import Observer, Observers
@@ -38,6 +38,7 @@ class ServiceSettings(BaseSettings):
     panicbot_log_format: str = Field(default="json", pattern="^(json|text)$")
     panicbot_catalog_watch_seconds: float = Field(default=5.0, ge=0)
     panicbot_shutdown_grace_seconds: float = Field(default=10.0, ge=0)
+    redis_url: SecretStr | None = None  # shared dedupe and cooldowns across replicas; in-process without it
 
     @property
     def catalog_paths(self) -> list[str]:
@@ -123,6 +124,30 @@ class Service:
     def _catalog_loaded(self, lookup: PanicLookup, report: LoadReport) -> None:
         self.metrics.catalog_loaded(report.records, lookup.catalog.dataset_versions, report.sources)
         self.metrics.catalog_reloads.labels("loaded").inc()
+
+    def _shared_state(self, prefix: str, cooldown_seconds: float) -> dict[str, Any]:
+        """Redis-backed dedupe and cooldowns when REDIS_URL is set (several replicas), else nothing."""
+        if self.settings.redis_url is None:
+            return {}
+        from adapters.shared_state import (  # noqa: PLC0415
+            RedisCooldown,
+            RedisEventDeduper,
+            redis_from_url,
+            redis_reachable,
+        )
+
+        try:
+            client = redis_from_url(self.settings.redis_url.get_secret_value())
+        except ValueError as exc:
+            raise ServiceError(str(exc)) from None
+        if not redis_reachable(client):
+            log.warning(
+                "Redis is not reachable now: dedupe and cooldowns fall back to this process until it is"
+            )
+        seen = RedisEventDeduper(client, prefix)
+        cooldown = RedisCooldown(client, prefix, cooldown_seconds)
+        self.metrics.shared_state_failures.set_function(lambda: float(seen.failures + cooldown.failures))
+        return {"seen": seen, "cooldown": cooldown}
 
     async def _start_slack(self) -> None:
         # Imported here: only a process that serves Slack loads the Slack SDKs.

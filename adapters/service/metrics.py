@@ -64,6 +64,11 @@ class Metrics:
             "panicbot_catalog_reloads", "Catalog reloads by outcome", ["outcome"], registry=self.registry
         )
         self.catalog_info = Info("panicbot_catalog", "The serving catalog", registry=self.registry)
+        self.shared_state_failures = Gauge(
+            "panicbot_shared_state_failures",
+            "Redis errors answered by the in-process fallback",
+            registry=self.registry,
+        )
 
     def looked_up(self, platform: str, result: LookupResult, seconds: float) -> None:
         self.lookups.labels(platform, result.status).inc()

@@ -153,3 +153,22 @@ def test_json_logs_carry_context_on_one_line() -> None:
         "slack",
         0.97,
     )
+
+
+def test_redis_url_gives_shared_dedupe_and_cooldowns(clean_env: pytest.MonkeyPatch) -> None:
+    from adapters.shared_state import RedisCooldown, RedisEventDeduper
+
+    service = Service(settings(redis_url="redis://127.0.0.1:6379/0"), [])
+    shared = service._shared_state("panicbot:test", 60)
+    assert isinstance(shared["seen"], RedisEventDeduper)
+    assert isinstance(shared["cooldown"], RedisCooldown)
+    assert Service(settings(), [])._shared_state("panicbot:test", 60) == {}
+
+
+def test_a_malformed_redis_url_stops_start_up_without_its_password(clean_env: pytest.MonkeyPatch) -> None:
+    from adapters.service.main import ServiceError
+
+    service = Service(settings(redis_url="notredis://user:hunter2@host"), [])
+    with pytest.raises(ServiceError) as failure:
+        service._shared_state("panicbot:test", 60)
+    assert "REDIS_URL" in str(failure.value) and "hunter2" not in str(failure.value)

@@ -1,0 +1,328 @@
+"""State shared by every replica of an adapter, in Redis: event dedupe, auto-reply cooldowns, rate limits.
+
+Behind a load balancer Slack may deliver an event to one replica and its retry to another, and two pastes of
+the same panic may land on two replicas: only state both replicas see answers once. Each class here
+implements the protocol of the in-process one (`adapters.slack.state`) and keeps such an in-process object as
+its fallback: when Redis is unreachable, slow or refuses a command, the answer comes from the fallback (one
+replica's view, which is what a single process has anyway), a warning is logged at most once a minute and
+`.failures` counts the errors, so a Redis outage degrades dedupe but never stops a lookup or raises into a
+handler.
+
+The client is redis-py's synchronous one: the protocols are called synchronously from the handlers, and with
+the short timeouts of `redis_from_url` plus a pause after each failure, the event loop waits at most one
+timeout per pause while Redis is down (microseconds per call while it is up, on the same network).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+from urllib.parse import urlsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
+
+from adapters.slack.state import (
+    EVENT_TTL_SECONDS,
+    Clock,
+    Cooldown,
+    CooldownGate,
+    EventDeduper,
+    ExpiringMap,
+    SeenEvents,
+)
+
+log = logging.getLogger("panicbot.shared_state")
+
+T = TypeVar("T")
+
+# Redis on the same network answers in well under a millisecond; half a second means it is not answering.
+REDIS_TIMEOUT_SECONDS = 0.5
+# After a failure the fallback answers alone for this long, so a dead Redis costs one timeout per pause
+# instead of one per event.
+RETRY_REDIS_AFTER_SECONDS = 5.0
+# At most one "Redis unavailable" warning per object in this time, however many calls fail.
+LOG_EVERY_SECONDS = 60.0
+_MAX_ERROR_TEXT = 200
+
+# A fixed window per key: the first hit starts the window (PEXPIRE), later hits only count. Lua makes the
+# two steps atomic across replicas; the PTTL check heals a key left without expiry (by a manual INCR, say).
+_RATE_LIMIT_SCRIPT = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+return count
+"""
+
+
+def redacted_url(url: str) -> str:
+    """The URL as it may appear in logs: scheme, user, host, port and path, never the password."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"  # IPv6
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ":?"
+    user = parts.username or ""
+    credentials = f"{user}:***@" if parts.password else (f"{user}@" if user else "")
+    return f"{parts.scheme}://{credentials}{host}{port}{parts.path}"
+
+
+def redis_from_url(url: str, *, timeout: float = REDIS_TIMEOUT_SECONDS) -> redis.Redis:
+    """A synchronous client for `url` (`redis://`, `rediss://`, `unix://`) with short timeouts.
+
+    Connecting is lazy: this never touches the network. One immediate retry on a connection error mends a
+    pooled connection that Redis closed (a restart, an idle timeout); timeouts are not retried, since a
+    second wait would double the time a handler is held up.
+    """
+    password = urlsplit(url).password
+    try:
+        client = redis.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            health_check_interval=30,
+        )
+    except ValueError as exc:  # the message may quote parts of the URL
+        raise ValueError(f"REDIS_URL is not a usable Redis URL: {_scrub(str(exc), password)}") from None
+    log.info("shared state in Redis at %s", redacted_url(url))
+    return client
+
+
+def redis_reachable(client: redis.Redis) -> bool:
+    """Whether Redis answers a PING now (for start-up logs and health checks); never raises."""
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+
+
+def _scrub(text: str, password: str | None) -> str:
+    if password:
+        text = text.replace(password, "***")
+    return text[:_MAX_ERROR_TEXT]
+
+
+class RateLimit(Protocol):
+    """At most `limit` requests per user per window; shared across replicas in a deployment."""
+
+    def allow(self, user_id: str) -> bool: ...
+
+
+class RateLimiter:
+    """In-process fixed-window rate limit: at most `limit` calls per user per `window_seconds`."""
+
+    def __init__(
+        self, limit: int, window_seconds: float, clock: Clock = time.monotonic, max_users: int = 100_000
+    ) -> None:
+        _check_limit(limit, window_seconds)
+        self.limit = limit
+        # The window starts at a user's first call; the entry expires with it, so a new window begins.
+        self._counts: ExpiringMap[str, list[int]] = ExpiringMap(window_seconds, max_users, clock)
+
+    def allow(self, user_id: str) -> bool:
+        count = self._counts.get(user_id)
+        if count is None:
+            self._counts.put(user_id, [1])
+            return True
+        count[0] += 1  # in place: put() would restart the window
+        return count[0] <= self.limit
+
+
+def _check_limit(limit: int, window_seconds: float) -> None:
+    if limit < 1:
+        raise ValueError(f"a rate limit needs limit >= 1, not {limit}")
+    if not window_seconds > 0:
+        raise ValueError(f"a rate limit needs a window > 0 s, not {window_seconds}")
+
+
+class _RedisWithFallback:
+    """Runs Redis calls; on any failure counts it, pauses Redis for a while and lets the fallback answer."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        what: str,
+        *,
+        clock: Clock,
+        retry_after: float,
+        log_every: float,
+    ) -> None:
+        self.client, self.prefix, self.what = client, prefix.rstrip(":"), what
+        self._clock, self._retry_after, self._log_every = clock, retry_after, log_every
+        # For metrics: Redis calls that failed, and answers the in-process fallback gave instead.
+        self.failures = 0
+        self.fallbacks = 0
+        self._paused_until = -math.inf
+        self._next_log = -math.inf
+        self._failures_unlogged = 0
+        self._outage_logged = False
+        self._password = client.connection_pool.connection_kwargs.get("password")
+
+    def _key(self, kind: str, *parts: str) -> str:
+        return ":".join((self.prefix, kind, *parts))
+
+    @property
+    def degraded(self) -> bool:
+        """True while the last Redis call failed (the fallback is answering)."""
+        return self._paused_until > -math.inf
+
+    def _redis(self, call: Callable[[], T]) -> T | None:
+        """`call()`'s result, or None when Redis failed or is paused (the caller asks its fallback)."""
+        if self._clock() >= self._paused_until:
+            try:
+                result = call()
+            except Exception as exc:  # whatever went wrong, the handler must still get an answer
+                self._failed(exc)
+            else:
+                self._recovered()
+                return result
+        self.fallbacks += 1
+        return None
+
+    def _failed(self, exc: Exception) -> None:
+        now = self._clock()
+        self.failures += 1
+        self._failures_unlogged += 1
+        self._paused_until = now + self._retry_after
+        if now < self._next_log:
+            return
+        reason = _scrub(f"{exc.__class__.__name__}: {exc}", self._password)
+        if self._outage_logged and self._failures_unlogged > 1:
+            log.warning(
+                "Redis still unavailable for %s (%s): %d failures since the last warning",
+                self.what,
+                reason,
+                self._failures_unlogged,
+            )
+        else:
+            log.warning(
+                "Redis unavailable for %s (%s): answering from in-process state, retrying every %g s",
+                self.what,
+                reason,
+                self._retry_after,
+            )
+        self._next_log = now + self._log_every
+        self._failures_unlogged = 0
+        self._outage_logged = True
+
+    def _recovered(self) -> None:
+        self._paused_until = -math.inf
+        if self._outage_logged:
+            log.info("Redis is back for %s", self.what)
+            self._outage_logged = False
+
+
+class RedisEventDeduper(_RedisWithFallback):
+    """`EventDeduper` across replicas: `SET <prefix>:event:<id> 1 NX EX ttl` succeeds for one delivery."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        ttl_seconds: int = EVENT_TTL_SECONDS,
+        *,
+        fallback: EventDeduper | None = None,
+        clock: Clock = time.monotonic,
+        retry_after: float = RETRY_REDIS_AFTER_SECONDS,
+        log_every: float = LOG_EVERY_SECONDS,
+    ) -> None:
+        super().__init__(
+            client, prefix, "event dedupe", clock=clock, retry_after=retry_after, log_every=log_every
+        )
+        self.ttl_seconds = max(1, int(ttl_seconds))
+        self.fallback: EventDeduper = fallback if fallback is not None else SeenEvents(clock)
+
+    def first_time(self, event_id: str) -> bool:
+        key = self._key("event", event_id)
+        first = self._redis(lambda: self.client.set(key, b"1", nx=True, ex=self.ttl_seconds) is not None)
+        # The fallback always records the event too: if Redis fails between a delivery and its retry, or
+        # comes back without the key, this replica still knows what it handled.
+        local = self.fallback.first_time(event_id)
+        return local if first is None else first and local
+
+
+class RedisCooldown(_RedisWithFallback):
+    """`CooldownGate` across replicas: `SET <prefix>:cooldown:<channel>:<record> 1 NX PX ms`; `release`
+    deletes the key."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        seconds: float,
+        *,
+        fallback: CooldownGate | None = None,
+        clock: Clock = time.monotonic,
+        retry_after: float = RETRY_REDIS_AFTER_SECONDS,
+        log_every: float = LOG_EVERY_SECONDS,
+    ) -> None:
+        super().__init__(
+            client, prefix, "auto-reply cooldown", clock=clock, retry_after=retry_after, log_every=log_every
+        )
+        self.seconds = seconds
+        self.fallback: CooldownGate = fallback if fallback is not None else Cooldown(seconds, clock)
+
+    def allow(self, channel: str, record_id: str) -> bool:
+        if self.seconds <= 0:
+            return True  # no cooldown configured (Redis refuses PX 0 anyway)
+        key = self._key("cooldown", channel, record_id)
+        milliseconds = max(1, round(self.seconds * 1000))
+        allowed = self._redis(lambda: self.client.set(key, b"1", nx=True, px=milliseconds) is not None)
+        if allowed is None:
+            return self.fallback.allow(channel, record_id)
+        # Mirror what this replica was allowed, so a Redis outage right after cannot let it answer again;
+        # a local hold (a reply sent during an outage) also wins over a Redis that lost the key.
+        return allowed and self.fallback.allow(channel, record_id)
+
+    def release(self, channel: str, record_id: str) -> None:
+        key = self._key("cooldown", channel, record_id)
+        # With Redis down the key stays until it expires: the cooldown then holds longer, never shorter.
+        self._redis(lambda: self.client.delete(key))
+        self.fallback.release(channel, record_id)
+
+
+class RedisRateLimiter(_RedisWithFallback):
+    """`RateLimit` across replicas: a fixed window per user at `<prefix>:rate:<user>`, counted atomically."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        limit: int,
+        window_seconds: float,
+        *,
+        fallback: RateLimit | None = None,
+        clock: Clock = time.monotonic,
+        retry_after: float = RETRY_REDIS_AFTER_SECONDS,
+        log_every: float = LOG_EVERY_SECONDS,
+    ) -> None:
+        _check_limit(limit, window_seconds)
+        super().__init__(
+            client, prefix, "rate limit", clock=clock, retry_after=retry_after, log_every=log_every
+        )
+        self.limit, self.window_seconds = limit, window_seconds
+        # A local count starts afresh in an outage: the limit is a guard against floods, not a quota.
+        self.fallback: RateLimit = (
+            fallback if fallback is not None else RateLimiter(limit, window_seconds, clock)
+        )
+        # register_script does not touch the network; EVALSHA falls back to EVAL when Redis lacks it.
+        self._script = client.register_script(_RATE_LIMIT_SCRIPT)
+
+    def allow(self, user_id: str) -> bool:
+        key = self._key("rate", user_id)
+        window_ms = max(1, round(self.window_seconds * 1000))
+        count = self._redis(lambda: int(self._script(keys=[key], args=[window_ms])))
+        if count is None:
+            return self.fallback.allow(user_id)
+        return count <= self.limit
