@@ -106,6 +106,8 @@ class Service:
         self.slack_http = slack_http
         if "discord" in platforms:
             raise ServiceError("the Discord adapter is not wired into the service yet")
+        # Every platform's settings are read now, so a bad one stops start-up before anything runs.
+        self.slack_settings = self._load_slack_settings() if "slack" in platforms else None
         self.metrics = Metrics()
         self.observer: Observer = Observers(self.metrics)
         try:
@@ -124,6 +126,14 @@ class Service:
     def _catalog_loaded(self, lookup: PanicLookup, report: LoadReport) -> None:
         self.metrics.catalog_loaded(report.records, lookup.catalog.dataset_versions, report.sources)
         self.metrics.catalog_reloads.labels("loaded").inc()
+
+    def _load_slack_settings(self) -> Any:
+        from adapters.slack.settings import SettingsError, load_slack_settings  # noqa: PLC0415
+
+        try:
+            return load_slack_settings(http_mode=self.slack_http)
+        except SettingsError as exc:
+            raise ServiceError(f"cannot start Slack: {exc}") from None
 
     def _shared_state(self, prefix: str, cooldown_seconds: float) -> dict[str, Any]:
         """Redis-backed dedupe and cooldowns when REDIS_URL is set (several replicas), else nothing."""
@@ -153,12 +163,9 @@ class Service:
         # Imported here: only a process that serves Slack loads the Slack SDKs.
         from adapters.slack.app import SlackState, build_slack_app  # noqa: PLC0415
         from adapters.slack.server import add_slack_routes  # noqa: PLC0415
-        from adapters.slack.settings import SettingsError, load_slack_settings  # noqa: PLC0415
 
-        try:
-            settings = load_slack_settings(http_mode=self.slack_http)
-        except SettingsError as exc:
-            raise ServiceError(f"cannot start Slack: {exc}") from None
+        settings = self.slack_settings
+        assert settings is not None
         state = SlackState(
             cooldown_seconds=settings.slack_auto_reply_cooldown_seconds, observer=self.observer
         )

@@ -404,6 +404,9 @@ def logged_by_panicbot(caplog: pytest.LogCaptureFixture, word: str) -> list[logg
 def _no_secrets_in_logs(caplog: pytest.LogCaptureFixture) -> Any:
     """Whatever a scenario logs, at any level, never carries a token or the signing secret."""
     caplog.set_level(logging.DEBUG)
+    # The SDK loggers' own levels may have been raised elsewhere in the process: ask for DEBUG explicitly.
+    for name in ("slack_sdk", "slack_bolt"):
+        caplog.set_level(logging.DEBUG, logger=name)
     yield
     logged = logged_text(caplog)
     for secret in (BOT_TOKEN, APP_TOKEN, SIGNING_SECRET):
