@@ -200,8 +200,8 @@ class Matcher:
         scored = sorted(evidence.items(), key=lambda item: (-item[1].score, item[0]))[: max(limit, 1) + 8]
         matches = []
         for position, (record_index, found) in enumerate(scored):
-            runner_up = _runner_up_score(scored, position, self._entries)
-            confidence = self._confidence(found, self._entries[record_index], runner_up, panic)
+            rival = _rival(scored, position, self._entries)
+            confidence = self._confidence(found, self._entries[record_index], rival, panic)
             known = confidence >= KNOWN_MIN_CONFIDENCE and (
                 found.hit is not None or found.fuzzy >= (0.8 if panic.kind == "query" else 0.9)
             )
@@ -344,7 +344,9 @@ class Matcher:
 
     # -- decisions ------------------------------------------------------------------------------------
 
-    def _confidence(self, found: _Evidence, entry: _Entry, runner_up: float, panic: Panic) -> float:
+    def _confidence(
+        self, found: _Evidence, entry: _Entry, rival: tuple[_Evidence, _Entry] | None, panic: Panic
+    ) -> float:
         """A 0..1 estimate that this record is the one the paste is about (see README: calibration)."""
         if found.hit is not None:
             confidence = {"full": 0.93, "expect": 0.91, "contained": 0.8}[found.hit.mode]
@@ -358,7 +360,7 @@ class Matcher:
                 confidence -= 0.1
             elif entry.specificity >= 30:
                 confidence += 0.03
-            if runner_up > 0 and found.score - runner_up < 1.0:
+            if rival is not None and _explains_as_well(found, entry, *rival):
                 confidence -= 0.15  # another message explains the paste as well
             return max(0.0, min(0.995, confidence))
         if found.fuzzy > 0.0:
@@ -402,10 +404,25 @@ def _text_similarity(query: str, literal: str) -> float:
     return max(score, fuzz.token_set_ratio(query, literal)) / 100.0
 
 
-def _runner_up_score(scored: list[tuple[int, _Evidence]], position: int, entries: list[_Entry]) -> float:
-    """The best score of another candidate with a different message: same-message sites are not rivals."""
+def _rival(
+    scored: list[tuple[int, _Evidence]], position: int, entries: list[_Entry]
+) -> tuple[_Evidence, _Entry] | None:
+    """The best other candidate with a different message: same-message sites are not rivals."""
     own = entries[scored[position][0]].pattern
     for index, (record_index, found) in enumerate(scored):
         if index != position and entries[record_index].pattern != own:
-            return found.score
-    return 0.0
+            return found, entries[record_index]
+    return None
+
+
+def _explains_as_well(found: _Evidence, entry: _Entry, rival: _Evidence, rival_entry: _Entry) -> bool:
+    """Another message matches the paste as fully, and only a few lines of distance or a trace of
+    specificity put this one first: the answer is a guess between two records."""
+    if rival.score <= 0:
+        return False
+    if found.score - rival.score < 1.0:
+        return True
+    if found.hit is None or rival.hit is None or rival.hit.mode != found.hit.mode:
+        return False
+    same_file_evidence = abs(found.location_points - rival.location_points) < 5.0
+    return same_file_evidence and entry.specificity - rival_entry.specificity < 3
