@@ -16,6 +16,7 @@ import os
 import socket
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -57,6 +58,7 @@ async def start_replica(api_url: str) -> tuple[asyncio.subprocess.Process, str]:
         "SLACK_SIGNING_SECRET": SIGNING_SECRET,
         "SLACK_API_URL": api_url,
         "PANICBOT_LOG_FORMAT": "text",
+        "DATABASE_URL": f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-bench-')}/panicbot.db",
         "NO_PROXY": "127.0.0.1",
     }
     process = await asyncio.create_subprocess_exec(

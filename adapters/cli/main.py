@@ -25,6 +25,7 @@ from bot.records import Catalog, default_catalog, load_catalog
 from bot.service import PanicLookup, result_json
 
 CATALOG_ENV = "PANICBOT_CATALOG"
+DEFAULT_DATABASE_URL = "sqlite:///panicbot.db"
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -218,6 +219,26 @@ def command_card(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     return run_card_preview(service, args.record_id, args.format, out, sys.stderr)
 
 
+def command_report(args: argparse.Namespace, out: TextIO, err: Console) -> int:
+    """What the data set needs next, from what the running bot stored."""
+    from adapters.cli.report import run_report  # noqa: PLC0415  (loads SQLAlchemy)
+    from adapters.storage import SqlStore, StorageError, upgrade_database  # noqa: PLC0415
+
+    url = args.database_url or os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+    catalog = open_catalog(catalog_paths(args.catalog, dict(os.environ)), err)
+    try:
+        upgrade_database(url)
+        store = SqlStore(url)
+    except StorageError as exc:
+        raise UsageError(f"DATABASE_URL: {exc}") from None
+    with store:
+        if args.command == "prune":
+            removed = store.prune(args.days)
+            out.write(f"removed {removed} rows last seen more than {args.days} days ago\n")
+            return EXIT_OK
+        return run_report(store, [r.id for r in catalog.records], out, as_json=args.json, limit=args.limit)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="panicbot", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -266,6 +287,18 @@ def build_parser() -> argparse.ArgumentParser:
     card.add_argument("--catalog", action="append", metavar="PATH", help="catalog (default: as for lookup)")
     card.add_argument("--format", choices=("text", "slack"), default="text")
 
+    report = commands.add_parser(
+        "report", help="what the data set needs next: frequent unmatched panics, most 👎, never matched"
+    )
+    report.add_argument("--catalog", action="append", metavar="PATH", help="catalog (default: as for lookup)")
+    report.add_argument("--json", action="store_true", help="print one JSON object")
+    report.add_argument("--limit", type=int, default=10, help="rows per list (default 10)")
+    report.add_argument("--database-url", help="default $DATABASE_URL, else sqlite:///panicbot.db")
+    prune = commands.add_parser("prune", help="forget unmatched panics and match counts older than --days")
+    prune.add_argument("--days", type=int, required=True)
+    prune.add_argument("--database-url", help="default $DATABASE_URL, else sqlite:///panicbot.db")
+    prune.set_defaults(catalog=None)
+
     serve = commands.add_parser(
         "serve", help="run the bot (a terminal demo when no chat credentials are set)"
     )
@@ -296,6 +329,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         "lookup": command_lookup,
         "catalog": command_catalog,
         "card": command_card,
+        "report": command_report,
+        "prune": command_report,
         "serve": command_serve,
     }
     try:

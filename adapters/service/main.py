@@ -18,11 +18,33 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from adapters.observe import Observer, Observers
 from adapters.service.live_catalog import CatalogLoadError, LiveLookup, LoadReport
 from adapters.service.metrics import CONTENT_TYPE, Metrics
+from adapters.storage import SqlStore, StorageError, upgrade_database
+from bot.matcher import LookupResult
 from bot.service import PanicLookup
 
 log = logging.getLogger("panicbot.service")
 
 PLATFORM_VARIABLES = {"slack": "SLACK_BOT_TOKEN", "discord": "DISCORD_TOKEN"}
+
+
+class StoreObserver:
+    """Counts matches and keeps unmatched panics (redacted) for `panicbot report`. A database outage is
+    logged and costs the statistic, never the reply (`Observers` logs and skips a failing observer)."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+
+    def looked_up(self, platform: str, result: LookupResult, seconds: float) -> None:
+        self.store.record_lookup(result, platform)
+
+    def auto_replied(self, platform: str, record_id: str) -> None:
+        """Counted with the lookup already."""
+
+    def voted(self, platform: str, vote: str) -> None:
+        """Stored by the feedback store itself."""
+
+    def api_error(self, platform: str, error: str) -> None:
+        """Metrics count these; nothing to keep."""
 
 
 class ServiceError(Exception):
@@ -39,6 +61,8 @@ class ServiceSettings(BaseSettings):
     panicbot_catalog_watch_seconds: float = Field(default=5.0, ge=0)
     panicbot_shutdown_grace_seconds: float = Field(default=10.0, ge=0)
     redis_url: SecretStr | None = None  # shared dedupe and cooldowns across replicas; in-process without it
+    database_url: SecretStr = SecretStr("sqlite:///panicbot.db")  # votes, unmatched panics, matches
+    panicbot_retention_days: int = Field(default=90, ge=1)
 
     @property
     def catalog_paths(self) -> list[str]:
@@ -109,7 +133,8 @@ class Service:
         # Every platform's settings are read now, so a bad one stops start-up before anything runs.
         self.slack_settings = self._load_slack_settings() if "slack" in platforms else None
         self.metrics = Metrics()
-        self.observer: Observer = Observers(self.metrics)
+        self.store = self._open_store()
+        self.observer: Observer = Observers(self.metrics, StoreObserver(self.store))
         try:
             self.live = LiveLookup(settings.catalog_paths, on_loaded=self._catalog_loaded)
         except CatalogLoadError as exc:
@@ -126,6 +151,19 @@ class Service:
     def _catalog_loaded(self, lookup: PanicLookup, report: LoadReport) -> None:
         self.metrics.catalog_loaded(report.records, lookup.catalog.dataset_versions, report.sources)
         self.metrics.catalog_reloads.labels("loaded").inc()
+
+    def _open_store(self) -> SqlStore:
+        """The database, migrated to the latest schema; old unmatched panics pruned (retention)."""
+        url = self.settings.database_url.get_secret_value()
+        try:
+            upgrade_database(url)
+            store = SqlStore(url)
+            pruned = store.prune(self.settings.panicbot_retention_days)
+        except StorageError as exc:
+            raise ServiceError(f"DATABASE_URL: {exc}") from None
+        if pruned:
+            log.info("pruned %d rows older than %d days", pruned, self.settings.panicbot_retention_days)
+        return store
 
     def _load_slack_settings(self) -> Any:
         from adapters.slack.settings import SettingsError, load_slack_settings  # noqa: PLC0415

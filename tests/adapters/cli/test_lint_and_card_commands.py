@@ -110,3 +110,35 @@ def test_harvest_of_a_missing_tree_writes_nothing(tmp_path: Path) -> None:
     assert code == 2
     assert not out.exists()
     assert not list(tmp_path.glob("*.partial"))
+
+
+def test_report_and_prune_read_what_the_service_stored(tmp_path: Path) -> None:
+    from adapters.storage import SqlStore, upgrade_database
+    from bot.records import default_catalog
+    from bot.service import PanicLookup
+
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    upgrade_database(url)
+    service = PanicLookup(default_catalog())
+    with SqlStore(url) as store:
+        store.record_lookup(
+            service.lookup("thread 'main' panicked at src/main.rs:1:1:\nunknown thing"), "slack"
+        )
+        store.record_lookup(service.lookup("avg pool 2d backward"), "slack")
+        store.record_vote(
+            record_id="8d1d2fa6df3880bd", user_id="U1", vote="down", platform="slack", place="C/1"
+        )
+    code, out = run(["report", "--json", "--database-url", url])
+    assert code == 0
+    report = json.loads(out)
+    assert [row["message"] for row in report["unmatched"]] == ["unknown thing"]
+    assert report["most_downvoted"][0]["record_id"] == "8d1d2fa6df3880bd"
+    assert "8d1d2fa6df3880bd" not in report["never_matched"]
+    code, out = run(["prune", "--days", "1", "--database-url", url])
+    assert code == 0 and out.startswith("removed 0 rows")
+
+
+def test_report_on_an_unusable_database_is_one_clear_line(tmp_path: Path, capsys) -> None:
+    code, _ = run(["report", "--database-url", f"sqlite:///{tmp_path}/missing/dir/x.db"])
+    assert code == 2
+    assert "DATABASE_URL" in capsys.readouterr().err

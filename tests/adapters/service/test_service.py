@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -45,6 +46,8 @@ def settings(**overrides: Any) -> ServiceSettings:
         "panicbot_http_port": 0,
         "panicbot_catalog_watch_seconds": 0,
         "panicbot_shutdown_grace_seconds": 2,
+        # Never the default ./panicbot.db: each service gets a database of its own, outside the repository.
+        "database_url": f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-test-')}/panicbot.db",
     }
     values.update(overrides)
     return ServiceSettings(**values)
@@ -108,6 +111,8 @@ def test_slack_over_http_through_the_service_counts_lookups(clean_env: pytest.Mo
             assert 'panicbot_matches_total{band="0.9-1",platform="slack"} 1.0' in text
             assert 'panicbot_lookup_seconds_count{platform="slack"} 1.0' in text
             await stopped(service, task)
+            report = service.store.report(limit=5, catalog_ids=["8d1d2fa6df3880bd", "5c5da46720dbbf10"])
+            assert report.never_matched == ("5c5da46720dbbf10",)  # the avg pool answer was counted
 
     asyncio.run(scenario())
 

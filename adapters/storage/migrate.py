@@ -1,0 +1,46 @@
+"""Bring a database to the current schema with Alembic, from code: no alembic.ini to ship or find."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from adapters.storage.errors import StorageError, storage_error
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+def alembic_config() -> Config:
+    """The Alembic configuration, built in code; `script_location` is this package's migrations folder."""
+    config = Config()
+    # Config values go through configparser interpolation: a `%` in the path must be doubled.
+    config.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    return config
+
+
+def upgrade_database(url: str, revision: str = "head") -> None:
+    """Create or upgrade the tables at `url` (`sqlite:///path`, `postgresql+psycopg://...`) to `revision`.
+
+    Safe to run at every start: an up-to-date database is left as it is. Blocks while it runs.
+    """
+    try:
+        parsed = make_url(url)
+        engine = create_engine(parsed)
+    except (ArgumentError, ImportError, ValueError) as exc:
+        # Never echo the URL: it may hold a password.
+        raise StorageError(f"not a usable database URL ({type(exc).__name__})") from None
+    config = alembic_config()
+    try:
+        with engine.begin() as connection:
+            # env.py runs the migrations on this connection, so the URL never goes through configparser.
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+    except SQLAlchemyError as exc:
+        raise storage_error("migrating the database", parsed, exc) from exc
+    finally:
+        engine.dispose()

@@ -1,0 +1,59 @@
+"""Helpers shared by the storage and report tests: a settable clock, a private PostgreSQL schema, and the
+skip-locally-fail-on-CI rule for a missing database."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import NoReturn
+
+import pytest
+from sqlalchemy import Engine, text
+
+POSTGRES_URL_ENV = "PANICBOT_TEST_POSTGRES_URL"
+DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+TABLES = ("votes", "unmatched_panics", "record_matches")
+# Nothing listens on port 1: connecting fails at once, and the password must never show in the error.
+SECRET_PASSWORD = "Sup3r-Secret-Pw"
+UNREACHABLE_URL = f"postgresql+psycopg://panicbot:{SECRET_PASSWORD}@127.0.0.1:1/panicbot"
+
+
+def database_unavailable(reason: str) -> NoReturn:
+    """Skip locally; fail on CI, where the database is part of the job and a skip would hide it."""
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@dataclass
+class FakeClock:
+    now: datetime = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+@contextmanager
+def private_schema(admin: Engine) -> Iterator[str]:
+    """A new, uniquely named schema, dropped afterwards; yields a URL whose connections use it.
+
+    The schema goes into libpq's `options` (search_path), so plain `upgrade_database(url)` and `SqlStore(url)`
+    work in it and parallel runs on one server never see each other's tables.
+    """
+    schema = f"panicbot_test_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = admin.url.update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
