@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, TextIO
 
 from slack_sdk.models.blocks import Block
 
+from adapters.discord import render as discord_render
 from adapters.slack import render as slack_render
 from bot.card import Card, render_markdown
 from bot.service import PanicLookup
@@ -38,8 +40,55 @@ def _slack_payload(card: Card) -> dict[str, Any]:
     return {"text": message.text, "blocks": message.blocks}
 
 
+def _discord_payload(card: Card) -> dict[str, Any]:
+    message = discord_render.card_message(card, ephemeral=True)
+    components = [
+        {key: value for key, value in asdict(spec).items() if value is not None}
+        for spec in message.components
+    ]
+    return {
+        "embeds": [embed.to_dict() for embed in message.embeds],
+        "components": components,
+        "allowed_mentions": {"parse": []},
+        "flags": 64,
+    }
+
+
+def _discord_problems(payload: dict[str, Any]) -> list[str]:
+    problems = []
+    total = 0
+    for embed in payload["embeds"]:
+        title, description = embed.get("title", ""), embed.get("description", "")
+        fields = embed.get("fields", [])
+        footer = (embed.get("footer") or {}).get("text", "")
+        if len(title) > discord_render.TITLE_MAX:
+            problems.append(f"title of {len(title)} characters (256 allowed)")
+        if len(description) > discord_render.DESCRIPTION_MAX:
+            problems.append(f"description of {len(description)} characters (4,096 allowed)")
+        if len(fields) > 25:
+            problems.append(f"{len(fields)} fields (25 allowed)")
+        for item in fields:
+            if len(item["value"]) > discord_render.FIELD_VALUE_MAX or len(item["name"]) > 256:
+                problems.append(f"field {item['name'][:40]!r} over its limit")
+        total += sum(len(part.strip()) for part in (title, description, footer))
+        total += sum(len(item["name"].strip()) + len(item["value"].strip()) for item in fields)
+    if total > discord_render.EMBEDS_TOTAL_MAX:
+        problems.append(f"{total} characters in the embeds (6,000 allowed)")
+    rows: dict[int, int] = {}
+    for component in payload["components"]:
+        rows[component.get("row", 0)] = rows.get(component.get("row", 0), 0) + 1
+        custom_id = component.get("custom_id")
+        if custom_id is not None and not 1 <= len(custom_id) <= 100:
+            problems.append(f"custom_id of {len(custom_id)} characters (1-100 allowed)")
+    problems.extend(
+        f"{count} components in row {row} (5 allowed)" for row, count in rows.items() if count > 5
+    )
+    return problems
+
+
 FORMATS: dict[str, tuple[Callable[[Card], dict[str, Any]], Callable[[dict[str, Any]], list[str]]]] = {
     "slack": (_slack_payload, _slack_problems),
+    "discord": (_discord_payload, _discord_problems),
 }
 
 

@@ -192,6 +192,9 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
         asyncio.run(service.run())
     except ServiceError as exc:
         raise UsageError(str(exc)) from None
+    if service.failure:
+        err.print(f"panicbot: {service.failure}", markup=False)
+        return EXIT_NOT_FOUND
     return EXIT_OK
 
 
@@ -237,6 +240,21 @@ def command_report(args: argparse.Namespace, out: TextIO, err: Console) -> int:
             out.write(f"removed {removed} rows last seen more than {args.days} days ago\n")
             return EXIT_OK
         return run_report(store, [r.id for r in catalog.records], out, as_json=args.json, limit=args.limit)
+
+
+def command_discord(args: argparse.Namespace, out: TextIO, err: Console) -> int:
+    """`panicbot discord sync-commands`: register /panic and "Explain this panic" (on demand only: Discord
+    limits command writes per day)."""
+    from adapters.discord.runner import sync_commands  # noqa: PLC0415
+    from adapters.discord.settings import SettingsError, load_discord_settings  # noqa: PLC0415
+
+    try:
+        settings = load_discord_settings()
+        names = asyncio.run(sync_commands(settings))
+    except SettingsError as exc:
+        raise UsageError(f"cannot sync Discord commands: {exc}") from None
+    out.write(f"registered {len(names)} command(s): {', '.join(names)}\n")
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -285,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     card = commands.add_parser("card", help="preview a record's card as a platform receives it")
     card.add_argument("record_id")
     card.add_argument("--catalog", action="append", metavar="PATH", help="catalog (default: as for lookup)")
-    card.add_argument("--format", choices=("text", "slack"), default="text")
+    card.add_argument("--format", choices=("text", "slack", "discord"), default="text")
 
     report = commands.add_parser(
         "report", help="what the data set needs next: frequent unmatched panics, most 👎, never matched"
@@ -298,6 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--days", type=int, required=True)
     prune.add_argument("--database-url", help="default $DATABASE_URL, else sqlite:///panicbot.db")
     prune.set_defaults(catalog=None)
+
+    discord_commands = commands.add_parser("discord", help="Discord administration")
+    discord_sub = discord_commands.add_subparsers(dest="discord_command", required=True)
+    discord_sub.add_parser("sync-commands", help="register /panic and the message command with Discord")
 
     serve = commands.add_parser(
         "serve", help="run the bot (a terminal demo when no chat credentials are set)"
@@ -331,6 +353,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         "card": command_card,
         "report": command_report,
         "prune": command_report,
+        "discord": command_discord,
         "serve": command_serve,
     }
     try:

@@ -128,10 +128,10 @@ class Service:
         self.settings = settings
         self.platforms = platforms
         self.slack_http = slack_http
-        if "discord" in platforms:
-            raise ServiceError("the Discord adapter is not wired into the service yet")
         # Every platform's settings are read now, so a bad one stops start-up before anything runs.
         self.slack_settings = self._load_slack_settings() if "slack" in platforms else None
+        self.discord_settings = self._load_discord_settings() if "discord" in platforms else None
+        self.failure: str | None = None
         self.metrics = Metrics()
         self.store = self._open_store()
         self.observer: Observer = Observers(self.metrics, StoreObserver(self.store))
@@ -172,6 +172,44 @@ class Service:
             return load_slack_settings(http_mode=self.slack_http)
         except SettingsError as exc:
             raise ServiceError(f"cannot start Slack: {exc}") from None
+
+    def _load_discord_settings(self) -> Any:
+        from adapters.discord.settings import SettingsError, load_discord_settings  # noqa: PLC0415
+
+        try:
+            return load_discord_settings()
+        except SettingsError as exc:
+            raise ServiceError(f"cannot start Discord: {exc}") from None
+
+    async def _start_discord(self) -> None:
+        from adapters.discord.bot import DiscordState  # noqa: PLC0415
+        from adapters.discord.runner import run_discord  # noqa: PLC0415
+
+        settings = self.discord_settings
+        assert settings is not None
+        cooldown_seconds = settings.discord_auto_reply_cooldown_seconds
+        shared = self._shared_state("panicbot:discord", cooldown_seconds)
+        state = DiscordState(
+            cooldown_seconds=cooldown_seconds,
+            feedback=self.store,
+            observer=self.observer,
+            cooldown=shared.get("cooldown"),
+        )
+        task = asyncio.create_task(run_discord(settings, self.live, state))  # type: ignore[arg-type]
+
+        def ended(done: asyncio.Task[None]) -> None:
+            if done.cancelled():
+                return
+            error = done.exception()
+            # The gateway connection is the Discord adapter's whole life: when it ends, the process ends
+            # and the orchestrator restarts it, instead of a replica that looks alive and answers nothing.
+            self.failure = f"Discord stopped: {error}" if error else "Discord connection closed"
+            log.error("%s", self.failure)
+            self._stop.set()
+
+        task.add_done_callback(ended)
+        self.status.checks["discord"] = lambda: state.connected
+        self._tasks.append(task)
 
     def _shared_state(self, prefix: str, cooldown_seconds: float) -> dict[str, Any]:
         """Redis-backed dedupe and cooldowns when REDIS_URL is set (several replicas), else nothing."""
@@ -229,6 +267,8 @@ class Service:
         self.live.install_sighup(loop)
         if "slack" in self.platforms:
             await self._start_slack()
+        if "discord" in self.platforms:
+            await self._start_discord()
         runner = web.AppRunner(self.web_app, shutdown_timeout=self.settings.panicbot_shutdown_grace_seconds)
         await runner.setup()
         site = web.TCPSite(runner, self.settings.panicbot_http_host, self.settings.panicbot_http_port)
@@ -252,6 +292,7 @@ class Service:
         self.status.stopping = True
         for task in self._tasks:
             task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         grace = self.settings.panicbot_shutdown_grace_seconds
         for close in self._closers:
             with contextlib.suppress(Exception):

@@ -177,3 +177,33 @@ def test_a_malformed_redis_url_stops_start_up_without_its_password(clean_env: py
     with pytest.raises(ServiceError) as failure:
         service._shared_state("panicbot:test", 60)
     assert "REDIS_URL" in str(failure.value) and "hunter2" not in str(failure.value)
+
+
+def test_discord_runs_in_the_service_and_readiness_follows_its_connection(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    from tests.adapters.discord.fake_discord import HELP_CHANNEL_ID, FakeDiscord
+    from tests.adapters.discord.test_bot import TOKEN
+
+    async def scenario() -> None:
+        async with FakeDiscord(TOKEN) as fake:
+            clean_env.setenv("DISCORD_TOKEN", TOKEN)
+            clean_env.setenv("DISCORD_API_URL", fake.api_url)
+            clean_env.setenv("DISCORD_HELP_CHANNEL_IDS", str(HELP_CHANNEL_ID))
+            service = Service(settings(), ["discord"])
+            task, base = await started(service)
+            async with aiohttp.ClientSession() as http:
+                for _ in range(250):  # the gateway handshake: HELLO, IDENTIFY, READY
+                    async with http.get(f"{base}/readyz") as response:
+                        body = await response.json()
+                    if response.status == 200:
+                        break
+                    await asyncio.sleep(0.02)
+                assert body["ready"] is True and body["discord"] is True
+            await fake.post(HELP_CHANNEL_ID, AVG_POOL_PASTE)
+            [reply] = await fake.wait_for(lambda: fake.created(HELP_CHANNEL_ID), what="the auto-reply")
+            assert AVG_POOL_TITLE in json.dumps(reply.body)
+            await stopped(service, task)
+            assert service.failure is None
+
+    asyncio.run(scenario())

@@ -1,0 +1,775 @@
+"""Discord events in, core calls, embeds and views out: auto-reply in help channels and forums, `/panic`
+with autocomplete, @mentions, the "Explain this panic" message command, and the card's buttons.
+
+Every Discord call goes through a helper that logs a refusal (403, 404, 50035) with its context and
+returns None: a refused call never crashes the bot and is never retried here (discord.py waits out 429s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+import aiohttp
+import discord
+import yarl
+from discord import app_commands
+from discord.gateway import DiscordWebSocket
+
+from adapters.discord import render
+from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
+from adapters.discord.settings import DiscordSettings
+from adapters.observe import Observer, Observers
+from adapters.slack.state import (
+    Clock,
+    Cooldown,
+    CooldownGate,
+    ExpiringMap,
+    FeedbackStore,
+    InMemoryFeedbackStore,
+)
+from bot.card import Card
+from bot.matcher import LookupResult
+from bot.service import PanicLookup
+
+log = logging.getLogger("panicbot.discord")
+
+PLATFORM = "discord"
+COMMAND_NAME = "panic"
+CONTEXT_MENU_NAME = "Explain this panic"
+# Slash command string options hold at most 6,000 characters.
+QUERY_MAX = 6_000
+ATTACHMENT_MAX_BYTES = 256 * 1024
+# A slow download must not hold a handler (or an interaction's 15 minutes) for aiohttp's 5-minute default.
+ATTACHMENT_TIMEOUT_SECONDS = 10.0
+TEXT_SUFFIXES = (".txt", ".log")
+NO_PINGS = discord.AllowedMentions.none()
+# Someone's words: joins, pins, thread-created notices and the like are not pastes.
+_PASTE_TYPES = {discord.MessageType.default, discord.MessageType.reply}
+REPLY_TTL_SECONDS = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class PostedReply:
+    """An auto-reply: where it is, which record it shows, and a digest of the paste it answers."""
+
+    channel_id: int
+    reply_id: int
+    record_id: str
+    digest: str
+
+
+@dataclass
+class DiscordState:
+    """Everything the handlers remember, built once per process (all shards share it)."""
+
+    clock: Clock = time.monotonic
+    cooldown_seconds: float = 600.0
+    feedback: FeedbackStore = field(default_factory=InMemoryFeedbackStore)
+    observer: Observer = field(default_factory=Observers)
+    attachment_max_bytes: int = ATTACHMENT_MAX_BYTES
+    # Shared across processes (shards split over several) when the deployment passes a Redis-backed one.
+    cooldown: CooldownGate | None = None
+    # True from READY until a disconnect, again once resumed: what a readiness probe reports.
+    connected: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.cooldown is None:
+            self.cooldown = Cooldown(self.cooldown_seconds, self.clock)
+        # paste message id -> our reply; reply id -> paste message id (a deleted reply is forgotten).
+        self.replies: ExpiringMap[int, PostedReply] = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
+        self.reply_sources: ExpiringMap[int, int] = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
+
+    @property
+    def gate(self) -> CooldownGate:
+        """The cooldown, given or in-process (never None after construction)."""
+        assert self.cooldown is not None
+        return self.cooldown
+
+
+def panic_intents(settings: DiscordSettings) -> discord.Intents:
+    """Guild messages and channels; message content (privileged) only when auto-reply is configured, since
+    mentions, the slash command and the message command get their text without it."""
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.message_content = bool(settings.discord_help_channel_ids)
+    return intents
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def is_text_attachment(attachment: discord.Attachment) -> bool:
+    return attachment.filename.lower().endswith(TEXT_SUFFIXES)
+
+
+# -- views -------------------------------------------------------------------------------------------------
+
+
+class _HasPanic(Protocol):
+    panic: PanicHandlers
+
+
+def _handlers(interaction: discord.Interaction[Any]) -> PanicHandlers:
+    return cast(_HasPanic, interaction.client).panic
+
+
+class _Routed:
+    """A dynamic item: routed by its custom_id template, so a card's buttons keep working after a restart
+    and no view is kept in memory per message."""
+
+    custom_id: str
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> Any:
+        return cls(item)  # type: ignore[call-arg]
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        item = getattr(self, "item", None)
+        values = list(item.values) if isinstance(item, discord.ui.Select) else []
+        await _handlers(interaction).on_component(interaction, self.custom_id, values)
+
+
+class PostButton(_Routed, discord.ui.DynamicItem[discord.ui.Button[Any]], template=render.POST_TEMPLATE):
+    pass
+
+
+class VoteButton(_Routed, discord.ui.DynamicItem[discord.ui.Button[Any]], template=render.VOTE_TEMPLATE):
+    pass
+
+
+class DismissButton(
+    _Routed, discord.ui.DynamicItem[discord.ui.Button[Any]], template=render.DISMISS_TEMPLATE
+):
+    pass
+
+
+class MoreSelect(_Routed, discord.ui.DynamicItem[discord.ui.Select[Any]], template=render.MORE_TEMPLATE):
+    pass
+
+
+DYNAMIC_ITEMS: tuple[type[Any], ...] = (PostButton, VoteButton, DismissButton, MoreSelect)
+_BUTTON_STYLES = {
+    "primary": discord.ButtonStyle.primary,
+    "secondary": discord.ButtonStyle.secondary,
+    "success": discord.ButtonStyle.success,
+    "danger": discord.ButtonStyle.danger,
+    "link": discord.ButtonStyle.link,
+}
+
+
+def _item(spec: ComponentSpec) -> discord.ui.Item[Any]:
+    if isinstance(spec, SelectSpec):
+        select: discord.ui.Select[Any] = discord.ui.Select(
+            custom_id=spec.custom_id,
+            placeholder=spec.placeholder,
+            options=[
+                discord.SelectOption(
+                    label=o.label, value=o.value, description=o.description, default=o.default
+                )
+                for o in spec.options
+            ],
+            min_values=1,
+            max_values=1,
+            row=spec.row,
+        )
+        return MoreSelect(select)
+    style = _BUTTON_STYLES[spec.style]
+    if spec.url:
+        return discord.ui.Button(style=style, label=spec.label, url=spec.url, emoji=spec.emoji, row=spec.row)
+    button: discord.ui.Button[Any] = discord.ui.Button(
+        style=style, label=spec.label, emoji=spec.emoji, custom_id=spec.custom_id, row=spec.row
+    )
+    action = render.parse_custom_id(spec.custom_id or "")
+    kinds: dict[str, type[Any]] = {"post": PostButton, "vote": VoteButton, "dismiss": DismissButton}
+    if action is None or action.kind not in kinds:
+        raise ValueError(f"not one of panicbot's custom_ids: {spec.custom_id!r}")
+    return cast(discord.ui.Item[Any], kinds[action.kind](button))
+
+
+def build_view(components: Sequence[ComponentSpec]) -> discord.ui.View | None:
+    """The discord.py view for component specs (no timeout: the items are dynamic, nothing is stored)."""
+    if not components:
+        return None
+    view = discord.ui.View(timeout=None)
+    for spec in components:
+        view.add_item(_item(spec))
+    return view
+
+
+def select_options(message: discord.Message | None) -> list[OptionSpec]:
+    """The "More matches" options of a card already sent (they travel with the message, not in memory)."""
+    if message is None:
+        return []
+    for row in message.components:
+        for child in getattr(row, "children", []):
+            if isinstance(child, discord.SelectMenu) and child.custom_id == render.MORE_ID:
+                return [
+                    OptionSpec(option.label, option.value, option.description, option.default)
+                    for option in child.options
+                ]
+    return []
+
+
+def _send_kwargs(message: DiscordMessage) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"allowed_mentions": NO_PINGS}
+    if message.content:
+        kwargs["content"] = message.content
+    if message.embeds:
+        kwargs["embeds"] = message.embeds
+    view = build_view(message.components)
+    if view is not None:
+        kwargs["view"] = view
+    return kwargs
+
+
+def _refusal(exc: Exception) -> str:
+    if isinstance(exc, discord.HTTPException):
+        return f"HTTP {exc.status}, Discord code {exc.code}: {exc.text[:300]}"
+    return exc.__class__.__name__
+
+
+def _error_name(exc: Exception) -> str:
+    """A short name for metrics: Discord's JSON error code (50013, 10008), else the HTTP status."""
+    if isinstance(exc, discord.HTTPException):
+        return str(exc.code) if exc.code else f"http {exc.status}"
+    return exc.__class__.__name__
+
+
+# -- the handlers ------------------------------------------------------------------------------------------
+
+
+class PanicHandlers:
+    """What the bot does; the client classes below only route discord.py's events here."""
+
+    def __init__(
+        self, client: discord.Client, settings: DiscordSettings, service: PanicLookup, state: DiscordState
+    ) -> None:
+        self.client, self.settings, self.service, self.state = client, settings, service, state
+        self._keys_of: object = None
+        self._keys = render.RecordKeys(())
+
+    @property
+    def keys(self) -> render.RecordKeys:
+        """Hashed record keys back to ids, for the catalog serving now (the service may reload it)."""
+        matcher = self.service.matcher
+        if matcher is not self._keys_of:
+            self._keys_of, self._keys = matcher, render.RecordKeys(r.id for r in matcher.records)
+        return self._keys
+
+    def _refused(self, exc: Exception, what: str, *context: object) -> None:
+        """A Discord call that failed: logged with its context, counted by the observers, never raised."""
+        self.state.observer.api_error(PLATFORM, _error_name(exc))
+        log.warning(f"{what} failed: %s", *context, _refusal(exc))
+
+    def lookup(self, text: str, limit: int = 5) -> LookupResult:
+        started = time.perf_counter()
+        result = self.service.lookup(text, limit=limit)
+        self.state.observer.looked_up(PLATFORM, result, time.perf_counter() - started)
+        return result
+
+    # -- reading pastes -----------------------------------------------------------------------------------
+
+    def _mention_pattern(self) -> re.Pattern[str] | None:
+        user = self.client.user
+        return re.compile(rf"<@!?{user.id}>") if user else None
+
+    def mentions_me(self, message: discord.Message) -> bool:
+        # The mention in the text, not `message.mentions`: a reply to the bot's card mentions it too.
+        pattern = self._mention_pattern()
+        return bool(pattern and pattern.search(message.content or ""))
+
+    async def paste_text(self, message: discord.Message) -> str:
+        """The message's text without mentions of the bot, and its .txt/.log attachments (size-capped)."""
+        pattern = self._mention_pattern()
+        content = message.content or ""
+        parts = [pattern.sub(" ", content).strip() if pattern else content.strip()]
+        for attachment in message.attachments:
+            if is_text_attachment(attachment):
+                parts.append(await self._read(attachment, message))
+        return "\n".join(part for part in parts if part.strip())
+
+    async def _read(self, attachment: discord.Attachment, message: discord.Message) -> str:
+        cap = self.state.attachment_max_bytes
+        if attachment.size > cap:
+            log.info(
+                "attachment %s of message %s skipped: %d bytes, over the %d-byte cap",
+                attachment.id,
+                message.id,
+                attachment.size,
+                cap,
+            )
+            return ""
+        try:
+            data = await asyncio.wait_for(attachment.read(), ATTACHMENT_TIMEOUT_SECONDS)
+        except (TimeoutError, discord.HTTPException, aiohttp.ClientError) as exc:
+            self._refused(exc, "reading attachment %s of message %s", attachment.id, message.id)
+            return ""
+        return data[:cap].decode("utf-8", errors="replace")
+
+    def in_help_channel(self, channel: Any) -> bool:
+        """A help channel itself, or a thread in one: a forum post is a thread whose parent is the forum."""
+        ids = self.settings.discord_help_channel_ids
+        return getattr(channel, "id", None) in ids or getattr(channel, "parent_id", None) in ids
+
+    # -- answers ------------------------------------------------------------------------------------------
+
+    def _severity(self, record_id: str) -> str | None:
+        record = self.service.record(record_id)
+        return record.severity if record else None
+
+    def _card(self, card: Card, **options: Any) -> DiscordMessage:
+        return render.card_message(card, severity=self._severity(card.record_id), **options)
+
+    def answer(self, text: str, *, ephemeral: bool, asker_id: int) -> DiscordMessage:
+        """The message for a paste or query: a card, "no known record", or usage for an empty one."""
+        text = text.strip()
+        if not text or text.lower() == "help":
+            return render.usage_message()
+        if text.startswith(render.ID_PREFIX):
+            # A pick from autocomplete names its record exactly.
+            chosen = self.service.card_for_record(self.keys.resolve(text.removeprefix(render.ID_PREFIX)), 1.0)
+            if chosen is not None:
+                return self._card(chosen, ephemeral=ephemeral, asker_id=asker_id)
+        result = self.lookup(text)
+        card = self.service.card(result)
+        if card is None:
+            return render.no_match_message(result, query=text)
+        options = render.match_options(result.matches, card.record_id) if ephemeral else []
+        return self._card(card, ephemeral=ephemeral, asker_id=asker_id, options=options)
+
+    # -- messages -----------------------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        if message.author.bot or message.webhook_id is not None or message.type not in _PASTE_TYPES:
+            return
+        if self.mentions_me(message):
+            await self.on_mention(message)
+            return
+        if message.guild is not None and self.in_help_channel(message.channel):
+            await self.auto_reply(message)
+
+    async def auto_reply(self, message: discord.Message) -> None:
+        text = await self.paste_text(message)
+        result = self.lookup(text)
+        card = self.service.card(result) if result.auto_reply else None
+        if card is None:
+            return
+        place = str(message.channel.id)
+        if not self.state.gate.allow(place, card.record_id):
+            log.info("record %s answered in %s within the cooldown: not again", card.record_id, place)
+            return
+        reply = await self._reply(
+            message, self._card(card, ephemeral=False, asker_id=message.author.id), "auto-reply"
+        )
+        if reply is None:
+            self.state.gate.release(place, card.record_id)
+            return
+        log.info("auto-replied to message %s in %s with record %s", message.id, place, card.record_id)
+        self.state.observer.auto_replied(PLATFORM, card.record_id)
+        self._remember(message.id, PostedReply(message.channel.id, reply.id, card.record_id, digest(text)))
+
+    def _remember(self, source_id: int, posted: PostedReply) -> None:
+        self.state.replies.put(source_id, posted)
+        self.state.reply_sources.put(posted.reply_id, source_id)
+
+    async def on_mention(self, message: discord.Message) -> None:
+        """The card for the paste in the mention, else for the message it replies to."""
+        text = await self.paste_text(message)
+        reference = message.reference
+        if reference is not None and reference.message_id is not None:
+            # Unobserved: `answer` below looks the chosen text up again, and that one counts.
+            own = self.service.card(self.service.lookup(text)) if text.strip() else None
+            if own is None:
+                referenced = await self._referenced(message, reference)
+                if referenced is not None:
+                    text = await self.paste_text(referenced) or text
+        answer = self.answer(text, ephemeral=False, asker_id=message.author.id)
+        await self._reply(message, answer, "mention reply")
+
+    async def _referenced(
+        self, message: discord.Message, reference: discord.MessageReference
+    ) -> discord.Message | None:
+        """The replied-to message, fetched: the copy in the event may be stale (edited) or left out."""
+        channel_id = reference.channel_id or message.channel.id
+        assert reference.message_id is not None
+        try:
+            channel = self.client.get_partial_messageable(channel_id, guild_id=reference.guild_id)
+            return await channel.fetch_message(reference.message_id)
+        except discord.HTTPException as exc:
+            self._refused(
+                exc,
+                "fetching message %s in %s (replied to by %s)",
+                reference.message_id,
+                channel_id,
+                message.id,
+            )
+        resolved = reference.resolved
+        return resolved if isinstance(resolved, discord.Message) else None
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """An edited paste: the reply is matched again and edited, or removed when it no longer applies."""
+        posted = self.state.replies.get(payload.message_id)
+        if posted is None:
+            return
+        text = await self.paste_text(payload.message)
+        if digest(text) == posted.digest:
+            return  # a link preview or a pin: not a new paste
+        result = self.lookup(text)
+        card = self.service.card(result) if result.auto_reply else None
+        place = str(posted.channel_id)
+        # Memory first, then Discord: an event handled while a call is in flight sees the new state.
+        if card is None:
+            self.state.replies.pop(payload.message_id)
+            self.state.reply_sources.pop(posted.reply_id)
+            self.state.gate.release(place, posted.record_id)
+            await self._delete(posted.channel_id, posted.reply_id, "reply to an edited paste")
+            return
+        if card.record_id != posted.record_id:
+            # The reply now answers another record: the cooldown follows it.
+            self.state.gate.release(place, posted.record_id)
+            self.state.gate.allow(place, card.record_id)
+        self._remember(
+            payload.message_id, PostedReply(posted.channel_id, posted.reply_id, card.record_id, digest(text))
+        )
+        message = self._card(card, ephemeral=False, asker_id=payload.message.author.id)
+        channel = self.client.get_partial_messageable(posted.channel_id, guild_id=payload.guild_id)
+        try:
+            await channel.get_partial_message(posted.reply_id).edit(**_send_kwargs(message))
+        except discord.HTTPException as exc:
+            self._refused(exc, "editing reply %s in %s", posted.reply_id, posted.channel_id)
+            if isinstance(exc, discord.NotFound):
+                self._forget(posted.reply_id)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self._gone(payload.message_id)
+
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        for message_id in payload.message_ids:
+            await self._gone(message_id)
+
+    async def _gone(self, message_id: int) -> None:
+        """A deleted paste takes our reply with it (and frees the cooldown); a deleted reply is forgotten."""
+        posted = self.state.replies.pop(message_id)
+        self._forget(message_id)
+        if posted is not None:
+            self.state.reply_sources.pop(posted.reply_id)
+            self.state.gate.release(str(posted.channel_id), posted.record_id)
+            await self._delete(posted.channel_id, posted.reply_id, "reply to a deleted paste")
+
+    def _forget(self, reply_id: int) -> None:
+        """Our reply is gone: its paste no longer has one to edit or delete."""
+        source = self.state.reply_sources.pop(reply_id)
+        if source is not None:
+            self.state.replies.pop(source)
+
+    # -- application commands -----------------------------------------------------------------------------
+
+    async def on_slash(self, interaction: discord.Interaction[Any], query: str, public: bool = False) -> None:
+        """Private unless asked otherwise: a paste may hold more than the asker wants to show."""
+        message = self.answer(query, ephemeral=not public, asker_id=interaction.user.id)
+        await self.respond(interaction, message, ephemeral=not public)
+
+    async def on_autocomplete(self, interaction: discord.Interaction[Any], current: str) -> list[Any]:
+        return [
+            app_commands.Choice(name=name, value=value)
+            for name, value in render.autocomplete_choices(self.service, current)
+        ]
+
+    async def on_explain(self, interaction: discord.Interaction[Any], target: discord.Message) -> None:
+        """The message command: its target arrives with its content even without the content intent."""
+        if any(is_text_attachment(a) for a in target.attachments):
+            # Downloading may take longer than the 3 s Discord waits for an answer.
+            await self._defer(interaction, ephemeral=True)
+        text = await self.paste_text(target)
+        if not text.strip():
+            message = render.error_message("That message has no text to explain.")
+        else:
+            message = self.answer(text, ephemeral=True, asker_id=interaction.user.id)
+        await self.respond(interaction, message, ephemeral=True)
+
+    # -- components ---------------------------------------------------------------------------------------
+
+    async def on_component(
+        self, interaction: discord.Interaction[Any], custom_id: str, values: list[str]
+    ) -> None:
+        action = render.parse_custom_id(custom_id)
+        if action is None:
+            return
+        if action.kind == "post":
+            await self.post_publicly(interaction, action)
+        elif action.kind == "vote":
+            await self.vote(interaction, action)
+        elif action.kind == "dismiss":
+            await self.dismiss(interaction, action)
+        else:
+            await self.more(interaction, values)
+
+    def _card_for(self, action: render.Action) -> Card | None:
+        return self.service.card_for_record(self.keys.resolve(action.record_key), action.confidence)
+
+    async def post_publicly(self, interaction: discord.Interaction[Any], action: render.Action) -> None:
+        """The private card, for everyone. It shows the catalogued message, not the asker's paste."""
+        card = self._card_for(action)
+        if card is None:
+            await self.respond(interaction, render.error_message("That card is no longer available."))
+            return
+        public = self._card(
+            card, ephemeral=False, asker_id=interaction.user.id, shared_by=interaction.user.display_name
+        )
+        if not await self._update(interaction, render.posted_message()):
+            return
+        try:
+            await interaction.followup.send(wait=True, **_send_kwargs(public))
+        except discord.HTTPException as exc:
+            self._refused(exc, "posting a shared card in %s", interaction.channel_id)
+            note = render.error_message("I could not post in this channel; the card was not shared.")
+            await self.respond(interaction, note)
+
+    async def vote(self, interaction: discord.Interaction[Any], action: render.Action) -> None:
+        message = interaction.message
+        place = f"{interaction.channel_id}/{message.id if message else 0}"
+        record_id = self.keys.resolve(action.record_key)
+        try:
+            self.state.feedback.record_vote(
+                record_id=record_id,
+                user_id=str(interaction.user.id),
+                vote=action.vote or "",
+                platform=PLATFORM,
+                place=place,
+            )
+        except Exception:  # the store may be a database: a failure must not lose the user's click silently
+            log.exception("storing a vote on %s failed", record_id)
+            await self.respond(
+                interaction, render.error_message("Your vote could not be saved; try again later.")
+            )
+            return
+        self.state.observer.voted(PLATFORM, action.vote or "")
+        card = self._card_for(action)
+        if card is None:
+            await self.respond(interaction, render.error_message("That card is no longer available."))
+            return
+        if message is not None and message.flags.ephemeral:
+            components = render.card_components(
+                card, ephemeral=True, options=select_options(message), vote=action.vote
+            )
+        else:
+            # A public card speaks for nobody in particular: it shows everyone's counts.
+            tally = self.state.feedback.tally(record_id=record_id, platform=PLATFORM, place=place)
+            components = render.card_components(card, ephemeral=False, asker_id=action.asker_id, tally=tally)
+        await self._update(interaction, DiscordMessage(components=components), components_only=True)
+
+    async def dismiss(self, interaction: discord.Interaction[Any], action: render.Action) -> None:
+        permissions = interaction.permissions
+        if interaction.user.id != action.asker_id and not permissions.manage_messages:
+            note = "Only the person who asked, or someone who can manage messages, can remove this card."
+            await self.respond(interaction, render.error_message(note))
+            return
+        message = interaction.message
+        if message is None:
+            return
+        self._forget(message.id)
+        await self._defer_update(interaction)
+        await self._delete(message.channel.id, message.id, "dismissed card")
+
+    async def more(self, interaction: discord.Interaction[Any], values: list[str]) -> None:
+        """Another match from the menu: the private card switches to it, keeping the menu."""
+        parsed = render.parse_option_value(values[0]) if values else None
+        card = self.service.card_for_record(self.keys.resolve(parsed[0]), parsed[1]) if parsed else None
+        if card is None:
+            await self.respond(interaction, render.error_message("That record is no longer available."))
+            return
+        options = render.with_default(select_options(interaction.message), values[0])
+        await self._update(interaction, self._card(card, ephemeral=True, options=options))
+
+    # -- Discord calls that never raise -------------------------------------------------------------------
+
+    async def _reply(
+        self, message: discord.Message, answer: DiscordMessage, what: str
+    ) -> discord.Message | None:
+        try:
+            return await message.reply(mention_author=False, **_send_kwargs(answer))
+        except discord.HTTPException as exc:
+            self._refused(exc, "%s to message %s in channel %s", what, message.id, message.channel.id)
+            return None
+
+    async def _delete(self, channel_id: int, message_id: int, what: str) -> None:
+        channel = self.client.get_partial_messageable(channel_id)
+        try:
+            await channel.get_partial_message(message_id).delete()
+        except discord.HTTPException as exc:
+            self._refused(exc, "deleting %s %s in %s", what, message_id, channel_id)
+
+    async def _defer(self, interaction: discord.Interaction[Any], *, ephemeral: bool) -> None:
+        try:
+            await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+        except discord.HTTPException as exc:
+            self._refused(exc, "deferring interaction in %s", interaction.channel_id)
+
+    async def _defer_update(self, interaction: discord.Interaction[Any]) -> None:
+        try:
+            await interaction.response.defer()
+        except discord.HTTPException as exc:
+            self._refused(exc, "acknowledging a click in %s", interaction.channel_id)
+
+    async def respond(
+        self, interaction: discord.Interaction[Any], message: DiscordMessage, *, ephemeral: bool = True
+    ) -> None:
+        """The interaction's answer, or a follow-up once it was answered (deferred)."""
+        kwargs = _send_kwargs(message)
+        try:
+            if interaction.response.is_done():
+                await interaction.followup.send(ephemeral=ephemeral, wait=True, **kwargs)
+            else:
+                await interaction.response.send_message(ephemeral=ephemeral, **kwargs)
+        except discord.HTTPException as exc:
+            self._refused(
+                exc, "answering %s in channel %s", _interaction_name(interaction), interaction.channel_id
+            )
+
+    async def _update(
+        self, interaction: discord.Interaction[Any], message: DiscordMessage, *, components_only: bool = False
+    ) -> bool:
+        """Edit the message a clicked component is on (callback type 7)."""
+        view = build_view(message.components)
+        kwargs: dict[str, Any] = {"view": view, "allowed_mentions": NO_PINGS}
+        if not components_only:
+            kwargs.update(content=message.content, embeds=message.embeds)
+        try:
+            await interaction.response.edit_message(**kwargs)
+        except discord.HTTPException as exc:
+            self._refused(exc, "updating a card in %s", interaction.channel_id)
+            return False
+        return True
+
+
+def _interaction_name(interaction: discord.Interaction[Any]) -> str:
+    command = interaction.command
+    return f"/{command.name}" if command is not None else f"interaction type {interaction.type.value}"
+
+
+# -- the clients -------------------------------------------------------------------------------------------
+
+
+def register_commands(tree: app_commands.CommandTree[Any], handlers: PanicHandlers) -> None:
+    """`/panic query:` (with autocomplete) and the "Explain this panic" message command."""
+
+    @app_commands.command(
+        name=COMMAND_NAME, description="Explain a Rust panic: paste it, or type words of it"
+    )
+    @app_commands.describe(
+        query="The panic as printed, or a few words of its message",
+        public="Post the answer for everyone (default: only you see it)",
+    )
+    async def panic(
+        interaction: discord.Interaction[Any],
+        query: app_commands.Range[str, 1, QUERY_MAX],
+        public: bool = False,
+    ) -> None:
+        await handlers.on_slash(interaction, query, public)
+
+    @panic.autocomplete("query")
+    async def complete(interaction: discord.Interaction[Any], current: str) -> list[app_commands.Choice[str]]:
+        return await handlers.on_autocomplete(interaction, current)
+
+    async def explain(interaction: discord.Interaction[Any], message: discord.Message) -> None:
+        await handlers.on_explain(interaction, message)
+
+    tree.add_command(panic)
+    tree.add_command(app_commands.ContextMenu(name=CONTEXT_MENU_NAME, callback=explain))
+
+    @tree.error
+    async def on_tree_error(
+        interaction: discord.Interaction[Any], error: app_commands.AppCommandError
+    ) -> None:
+        log.error(
+            "%s in channel %s failed: %s",
+            _interaction_name(interaction),
+            interaction.channel_id,
+            error.__class__.__name__,
+            exc_info=error,
+        )
+        # Only a command can be answered with a message (an autocomplete cannot).
+        if (
+            interaction.type is discord.InteractionType.application_command
+            and not interaction.response.is_done()
+        ):
+            await handlers.respond(interaction, render.error_message("Something went wrong; try again."))
+
+
+class _PanicClient:
+    """What panicbot adds to a discord.py client; mixed into `Client` and `AutoShardedClient` below."""
+
+    def __init__(
+        self, settings: DiscordSettings, service: PanicLookup, state: DiscordState, **options: Any
+    ) -> None:
+        super().__init__(  # type: ignore[call-arg]
+            intents=panic_intents(settings), allowed_mentions=NO_PINGS, **options
+        )
+        client = cast(discord.Client, self)
+        self.tree: app_commands.CommandTree[Any] = app_commands.CommandTree(client)
+        self.panic = PanicHandlers(client, settings, service, state)
+        register_commands(self.tree, self.panic)
+
+    async def setup_hook(self) -> None:
+        client = cast(discord.Client, self)
+        # A plain Client never asks for the gateway URL: take it from the REST base (DISCORD_API_URL).
+        _, url, _ = await client.http.get_bot_gateway()
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+        client.add_dynamic_items(*DYNAMIC_ITEMS)
+
+    async def on_ready(self) -> None:
+        self.panic.state.connected = True
+        log.info("connected to Discord as %s", cast(discord.Client, self).user)
+
+    async def on_resumed(self) -> None:
+        self.panic.state.connected = True
+
+    async def on_disconnect(self) -> None:
+        self.panic.state.connected = False
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.panic.on_message(message)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        await self.panic.on_raw_message_edit(payload)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self.panic.on_raw_message_delete(payload)
+
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        await self.panic.on_raw_bulk_message_delete(payload)
+
+
+class PanicBot(_PanicClient, discord.Client):
+    """One gateway connection."""
+
+
+class ShardedPanicBot(_PanicClient, discord.AutoShardedClient):
+    """All shards (or the DISCORD_SHARD_IDS of DISCORD_SHARD_COUNT) in one process."""
+
+
+def build_client(
+    settings: DiscordSettings, service: PanicLookup, state: DiscordState | None = None, **options: Any
+) -> PanicBot | ShardedPanicBot:
+    """The client with every handler registered; `options` go to discord.py (tests shorten timeouts)."""
+    # panicbot never joins voice: the "PyNaCl/davey is not installed" warnings would only alarm operators.
+    discord.VoiceClient.warn_nacl = False
+    discord.VoiceClient.warn_dave = False
+    state = state or DiscordState(cooldown_seconds=settings.discord_auto_reply_cooldown_seconds)
+    if settings.sharded:
+        ids = list(settings.discord_shard_ids) if settings.discord_shard_ids is not None else None
+        return ShardedPanicBot(
+            settings, service, state, shard_count=settings.discord_shard_count, shard_ids=ids, **options
+        )
+    return PanicBot(settings, service, state, **options)

@@ -1,0 +1,155 @@
+"""Starting panicbot on Discord: `run_discord` (the gateway, until stopped) and `sync_commands` (on demand).
+
+The CLI builds the settings and the catalog once and calls these. A problem only the operator can fix (the
+token, the portal's intents) stops start-up with a `StartupError` that says what to do, not a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import discord
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from adapters.discord.bot import DiscordState, build_client
+from adapters.discord.settings import DiscordSettings, SettingsError
+from bot.records import Catalog
+from bot.service import PanicLookup
+
+log = logging.getLogger("panicbot.discord")
+
+# discord.py's loggers whose DEBUG lines carry whole payloads (pastes) and webhook URLs (interaction tokens).
+DISCORD_LOGGERS = (
+    "discord.client",
+    "discord.gateway",
+    "discord.http",
+    "discord.shard",
+    "discord.state",
+    "discord.webhook.async_",
+)
+_TOKEN_IN_URL = re.compile(r"(/(?:interactions|webhooks)/\d+/)[^/?\s'\"]+")
+
+
+class StartupError(SettingsError):
+    """Discord refused to start the bot for a reason the operator must fix; the message says how."""
+
+
+def intent_help(application_id: int | None) -> str:
+    page = f"https://discord.com/developers/applications/{application_id or '<application id>'}/bot"
+    return (
+        "Discord refused the Message Content intent (gateway close code 4014). panicbot needs it to read "
+        "pastes in the help channels (DISCORD_HELP_CHANNEL_IDS). Turn it on: open "
+        f"{page}, under Privileged Gateway Intents switch on MESSAGE CONTENT INTENT, save, and start "
+        "panicbot again (or leave DISCORD_HELP_CHANNEL_IDS empty to run without auto-reply)."
+    )
+
+
+TOKEN_HELP = (
+    "Discord refused DISCORD_TOKEN (401 Unauthorized): copy the bot token again from the developer portal "
+    "(Bot, Reset Token) and set it without the 'Bot ' prefix."
+)
+
+
+def _summary(value: Any) -> Any:
+    """A payload as its shape, a URL without its token: what a debug log may keep."""
+    if isinstance(value, dict):
+        if "op" in value:
+            return f"<gateway op {value.get('op')} {value.get('t') or ''} seq {value.get('s')}>"
+        return f"<JSON object of {len(json.dumps(value, default=str))} characters>"
+    if isinstance(value, list):
+        return f"<JSON array of {len(value)} items>"
+    if isinstance(value, str | bytes):
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        if text.lstrip().startswith(("{", "[")):
+            return f"<JSON of {len(text)} characters>"
+        return _TOKEN_IN_URL.sub(r"\1[token]", text)
+    if value.__class__.__name__ in {"URL", "FormData"}:
+        return _TOKEN_IN_URL.sub(r"\1[token]", str(value))
+    return value
+
+
+class ScrubPayloads(logging.Filter):
+    """Keeps pastes and interaction tokens out of discord.py's debug logs (it logs every event and body)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_summary(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: _summary(arg) for key, arg in record.args.items()}
+        return True
+
+
+def quiet_discord_logs() -> None:
+    for name in DISCORD_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(existing, ScrubPayloads) for existing in logger.filters):
+            logger.addFilter(ScrubPayloads())
+
+
+@contextlib.contextmanager
+def discord_api(url: str) -> Iterator[None]:
+    """discord.py's REST base (and so interaction callbacks and webhooks) set to `url` for a while.
+
+    Both are class attributes: they are put back afterwards, so one process can run a bot, then another.
+    """
+    base, gateway = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
+    Route.BASE = url
+    try:
+        yield
+    finally:
+        Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = base, gateway
+
+
+async def run_discord(
+    settings: DiscordSettings, service: PanicLookup, state: DiscordState | None = None
+) -> None:
+    """Connect (all configured shards) and answer until cancelled or closed. Commands are not synced here:
+    Discord allows 200 command creates a day per guild, so that is `sync_commands`' job, on demand."""
+    quiet_discord_logs()
+    with discord_api(settings.discord_api_url):
+        client = build_client(settings, service, state)
+        help_channels = len(settings.discord_help_channel_ids)
+        log.info(
+            "connecting to Discord (%s; auto-reply in %d channel%s; %d records)",
+            f"shards {settings.discord_shard_ids or 'all'} of {settings.discord_shard_count}"
+            if settings.sharded
+            else "one connection",
+            help_channels,
+            "" if help_channels == 1 else "s",
+            len(service.matcher.records),
+        )
+        try:
+            async with client:
+                await client.start(settings.discord_token.get_secret_value())
+        except discord.PrivilegedIntentsRequired:
+            message = intent_help(client.application_id)
+            log.error("%s", message)
+            raise StartupError(message) from None
+        except discord.LoginFailure:
+            log.error("%s", TOKEN_HELP)
+            raise StartupError(TOKEN_HELP) from None
+
+
+async def sync_commands(settings: DiscordSettings) -> list[str]:
+    """Register `/panic` and "Explain this panic" globally (one bulk overwrite); the names registered.
+
+    Logs in over REST only: no gateway connection, no catalog needed (only the commands' shapes).
+    """
+    quiet_discord_logs()
+    with discord_api(settings.discord_api_url):
+        client = build_client(settings, PanicLookup(Catalog()), DiscordState())
+        async with client:
+            try:
+                await client.login(settings.discord_token.get_secret_value())
+            except discord.LoginFailure:
+                raise StartupError(TOKEN_HELP) from None
+            synced = await client.tree.sync()
+    names = [command.name for command in synced]
+    log.info("synced %d application commands: %s", len(names), ", ".join(names))
+    return names
