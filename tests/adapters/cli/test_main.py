@@ -491,7 +491,7 @@ def test_serve_slack_without_a_token_names_the_variable(monkeypatch: pytest.Monk
     assert "SLACK_BOT_TOKEN is not set" in capsys.readouterr().err
 
 
-def test_serve_discord_is_not_built_yet(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_serve_discord_without_a_token_names_the_variable(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     code, _ = run(monkeypatch, ["serve", "discord"])
     assert code == 2
-    assert "Discord adapter is not wired into the service yet" in capsys.readouterr().err
+    assert "DISCORD_TOKEN is not set" in capsys.readouterr().err
