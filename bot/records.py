@@ -219,7 +219,15 @@ def parse_catalog_text(text: str, source: str, catalog: Catalog | None = None) -
 def catalog_files(path: Path) -> list[Path]:
     """The catalog files a path names: the file itself, or the catalog files of a folder, sorted."""
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in CATALOG_SUFFIXES)
+        # Hidden entries are skipped: a Kubernetes ConfigMap mount holds each file twice, once under a
+        # timestamped `..2024_...` folder.
+        return sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file()
+            and p.suffix.lower() in CATALOG_SUFFIXES
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
     return [path]
 
 

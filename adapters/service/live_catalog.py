@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.records import Catalog, default_catalog, load_catalog
+from bot.records import Catalog, catalog_files, default_catalog, load_catalog
 from bot.service import PanicLookup
 
 log = logging.getLogger("panicbot.catalog")
@@ -46,7 +46,7 @@ def _fingerprint(paths: Sequence[str]) -> tuple[tuple[str, float, int], ...]:
     found = []
     for raw in paths:
         path = Path(raw)
-        files = sorted(path.rglob("*")) if path.is_dir() else [path]
+        files = catalog_files(path)
         for file in files:
             try:
                 stat = file.stat()

@@ -352,3 +352,17 @@ def test_invalid_utf8_after_a_bom_reports_the_right_line(tmp_path: Path) -> None
     assert ids(catalog) == ["a", "c"]
     utf8 = [(p.source, p.line) for p in catalog.errors if "invalid UTF-8" in p.reason]
     assert utf8 == [(str(path), 2)]
+
+
+def test_a_configmap_mount_is_read_once(tmp_path: Path) -> None:
+    """Kubernetes mounts a ConfigMap as `..<timestamp>/file` plus a `file` symlink: one catalog, not two."""
+    from bot.records import load_catalog
+
+    line = '{"record": {"id": "a", "errorMessage": "boom"}}\n'
+    hidden = tmp_path / "..2024_01_01_00_00_00.123" / "catalog.jsonl"
+    hidden.parent.mkdir()
+    hidden.write_text(line, encoding="utf-8")
+    (tmp_path / "catalog.jsonl").symlink_to(hidden)
+    catalog = load_catalog([tmp_path])
+    assert [e.record.id for e in catalog.entries] == ["a"]
+    assert catalog.duplicates == []
