@@ -7,6 +7,7 @@ Adapters call one `Observer`; the service composes the real ones. An observer mu
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from bot.matcher import LookupResult
@@ -27,15 +28,20 @@ class Observer(Protocol):
 class Observers:
     """Several observers behind one; a failing observer is logged and skipped, never raised."""
 
-    def __init__(self, *observers: Observer) -> None:
+    def __init__(self, *observers: Observer, on_failure: Callable[[str], None] | None = None) -> None:
         self.observers = list(observers)
+        self._on_failure = on_failure
 
     def _each(self, method: str, *args: object) -> None:
         for observer in self.observers:
             try:
                 getattr(observer, method)(*args)
-            except Exception:
-                log.exception("observer %s.%s failed", observer.__class__.__name__, method)
+            except Exception as exc:
+                name = observer.__class__.__name__
+                # One line, no traceback: a database outage would otherwise flood the log on every lookup.
+                log.warning("observer %s.%s failed: %s", name, method, exc.__class__.__name__)
+                if self._on_failure is not None:
+                    self._on_failure(name)
 
     def looked_up(self, platform: str, result: LookupResult, seconds: float) -> None:
         self._each("looked_up", platform, result, seconds)

@@ -134,7 +134,11 @@ class Service:
         self.failure: str | None = None
         self.metrics = Metrics()
         self.store = self._open_store()
-        self.observer: Observer = Observers(self.metrics, StoreObserver(self.store))
+        self.observer: Observer = Observers(
+            self.metrics,
+            StoreObserver(self.store),
+            on_failure=lambda name: self.metrics.observer_failures.labels(name).inc(),
+        )
         try:
             self.live = LiveLookup(settings.catalog_paths, on_loaded=self._catalog_loaded)
         except CatalogLoadError as exc:

@@ -64,6 +64,12 @@ class Metrics:
             "panicbot_catalog_reloads", "Catalog reloads by outcome", ["outcome"], registry=self.registry
         )
         self.catalog_info = Info("panicbot_catalog", "The serving catalog", registry=self.registry)
+        self.observer_failures = Counter(
+            "panicbot_observer_failures",
+            "Statistics lost because an observer failed (the database is down, say)",
+            ["observer"],
+            registry=self.registry,
+        )
         self.shared_state_failures = Gauge(
             "panicbot_shared_state_failures",
             "Redis errors answered by the in-process fallback",

@@ -6,13 +6,14 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from adapters.storage.errors import StorageError, storage_error
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+MIGRATION_LOCK_KEY = 0x70616E6963  # "panic": any fixed 64-bit number all replicas agree on
 
 
 def alembic_config() -> Config:
@@ -37,6 +38,10 @@ def upgrade_database(url: str, revision: str = "head") -> None:
     config = alembic_config()
     try:
         with engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                # Replicas start together: one migrates, the others wait here, then find nothing to do.
+                # A transaction-level lock is released with the transaction, even if this process dies.
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
             # env.py runs the migrations on this connection, so the URL never goes through configparser.
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
