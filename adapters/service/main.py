@@ -18,12 +18,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from adapters.observe import Observer, Observers
 from adapters.service.live_catalog import CatalogLoadError, LiveLookup, LoadReport
 from adapters.service.metrics import CONTENT_TYPE, Metrics
+from adapters.shared_state import RateLimiter
 from adapters.storage import SqlStore, StorageError, upgrade_database
 from bot.matcher import LookupResult
 from bot.service import PanicLookup
 
 log = logging.getLogger("panicbot.service")
 
+USER_RATE_WINDOW_SECONDS = 60.0
 PLATFORM_VARIABLES = {"slack": "SLACK_BOT_TOKEN", "discord": "DISCORD_TOKEN"}
 
 
@@ -63,6 +65,7 @@ class ServiceSettings(BaseSettings):
     redis_url: SecretStr | None = None  # shared dedupe and cooldowns across replicas; in-process without it
     database_url: SecretStr = SecretStr("sqlite:///panicbot.db")  # votes, unmatched panics, matches
     panicbot_retention_days: int = Field(default=90, ge=1)
+    panicbot_user_rate_limit: int = Field(default=20, ge=0)  # lookups per user per minute; 0: no limit
 
     @property
     def catalog_paths(self) -> list[str]:
@@ -218,10 +221,12 @@ class Service:
     def _shared_state(self, prefix: str, cooldown_seconds: float) -> dict[str, Any]:
         """Redis-backed dedupe and cooldowns when REDIS_URL is set (several replicas), else nothing."""
         if self.settings.redis_url is None:
-            return {}
+            limit = self.settings.panicbot_user_rate_limit
+            return {"rate_limit": RateLimiter(limit, USER_RATE_WINDOW_SECONDS)} if limit else {}
         from adapters.shared_state import (  # noqa: PLC0415
             RedisCooldown,
             RedisEventDeduper,
+            RedisRateLimiter,
             redis_from_url,
             redis_reachable,
         )
@@ -236,8 +241,13 @@ class Service:
             )
         seen = RedisEventDeduper(client, prefix)
         cooldown = RedisCooldown(client, prefix, cooldown_seconds)
-        self.metrics.shared_state_failures.set_function(lambda: float(seen.failures + cooldown.failures))
-        return {"seen": seen, "cooldown": cooldown}
+        shared: dict[str, Any] = {"seen": seen, "cooldown": cooldown}
+        limit = self.settings.panicbot_user_rate_limit
+        if limit:
+            shared["rate_limit"] = RedisRateLimiter(client, prefix, limit, USER_RATE_WINDOW_SECONDS)
+        parts = list(shared.values())
+        self.metrics.shared_state_failures.set_function(lambda: float(sum(p.failures for p in parts)))
+        return shared
 
     async def _start_slack(self) -> None:
         # Imported here: only a process that serves Slack loads the Slack SDKs.

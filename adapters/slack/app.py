@@ -23,6 +23,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.observe import Observer, Observers
+from adapters.shared_state import RateLimit
 from adapters.slack import render
 from adapters.slack.settings import SlackSettings
 from adapters.slack.state import (
@@ -46,6 +47,7 @@ log = logging.getLogger("panicbot.slack")
 COMMAND = "/panic"
 SHORTCUT_CALLBACK_ID = "explain_panic"
 PLATFORM = "slack"
+RATE_LIMITED = "You have asked panicbot a lot in the last minute: try again in a moment."
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 # Messages that are someone's words; joins, topic changes, bot posts and the like are not.
 _AUTO_REPLY_SUBTYPES = {None, "thread_broadcast", "file_share"}
@@ -62,6 +64,7 @@ class SlackState:
     seen: EventDeduper | None = None
     cooldown: CooldownGate | None = None
     observer: Observer = field(default_factory=Observers)
+    rate_limit: RateLimit | None = None  # per user, on /panic, mentions and the shortcut; None: no limit
 
     def __post_init__(self) -> None:
         if self.seen is None:
@@ -210,13 +213,24 @@ class _Handlers:
 
     # -- entry points ---------------------------------------------------------------------------------
 
+    def too_many(self, user_id: str) -> bool:
+        """True when this user has asked more than the per-user limit allows (one person cannot flood)."""
+        limiter = self.state.rate_limit
+        return limiter is not None and bool(user_id) and not limiter.allow(user_id)
+
     async def on_command(self, ack: Any, command: dict[str, Any], respond: Any) -> None:
         await ack()
+        if self.too_many(command.get("user_id", "")):
+            await self._respond(respond, render.error_message(RATE_LIMITED), response_type="ephemeral")
+            return
         message, _ = self.answer(command.get("text") or "", ephemeral=True)
         await self._respond(respond, message, response_type="ephemeral")
 
     async def on_shortcut(self, ack: Any, shortcut: dict[str, Any], respond: Any) -> None:
         await ack()
+        if self.too_many((shortcut.get("user") or {}).get("id", "")):
+            await self._respond(respond, render.error_message(RATE_LIMITED), response_type="ephemeral")
+            return
         text = (shortcut.get("message") or {}).get("text") or ""
         if not text.strip():
             message = render.error_message("That message has no text to explain.")
@@ -227,6 +241,15 @@ class _Handlers:
     async def on_mention(self, event: dict[str, Any], client: AsyncWebClient) -> None:
         channel = event.get("channel", "")
         thread_ts = event.get("thread_ts") or event.get("ts")
+        user = event.get("user", "")
+        if self.too_many(user):
+            try:
+                await client.chat_postEphemeral(
+                    channel=channel, user=user, text=RATE_LIMITED, thread_ts=thread_ts
+                )
+            except SlackApiError as exc:
+                log.warning("chat.postEphemeral failed in %s: %s", channel, exc.response.get("error"))
+            return
         text = strip_mentions(event.get("text", ""))
         if not text and event.get("thread_ts"):
             text = await self._thread_parent_text(client, channel, event["thread_ts"])

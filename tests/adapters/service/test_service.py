@@ -161,13 +161,16 @@ def test_json_logs_carry_context_on_one_line() -> None:
 
 
 def test_redis_url_gives_shared_dedupe_and_cooldowns(clean_env: pytest.MonkeyPatch) -> None:
-    from adapters.shared_state import RedisCooldown, RedisEventDeduper
+    from adapters.shared_state import RateLimiter, RedisCooldown, RedisEventDeduper, RedisRateLimiter
 
     service = Service(settings(redis_url="redis://127.0.0.1:6379/0"), [])
     shared = service._shared_state("panicbot:test", 60)
     assert isinstance(shared["seen"], RedisEventDeduper)
     assert isinstance(shared["cooldown"], RedisCooldown)
-    assert Service(settings(), [])._shared_state("panicbot:test", 60) == {}
+    assert isinstance(shared["rate_limit"], RedisRateLimiter)
+    alone = Service(settings(), [])._shared_state("panicbot:test", 60)
+    assert set(alone) == {"rate_limit"} and isinstance(alone["rate_limit"], RateLimiter)
+    assert Service(settings(panicbot_user_rate_limit=0), [])._shared_state("panicbot:test", 60) == {}
 
 
 def test_a_malformed_redis_url_stops_start_up_without_its_password(clean_env: pytest.MonkeyPatch) -> None:

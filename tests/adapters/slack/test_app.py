@@ -1149,3 +1149,23 @@ def test_socket_mode_slash_command_is_acked_and_answered(slack_env: pytest.Monke
 
     run(scenario())
     assert len(handlers) == 1
+
+
+# -- per-user rate limit -------------------------------------------------------------------------------
+
+
+def test_one_user_asking_too_often_is_told_to_wait(slack_env: pytest.MonkeyPatch) -> None:
+    from adapters.shared_state import RateLimiter
+
+    async def scenario() -> None:
+        async with running(slack_env) as h:
+            h.state.rate_limit = RateLimiter(2, 60.0, clock=h.clock)
+            for _ in range(2):
+                assert header(await h.answer(AVG_POOL_PASTE)) == AVG_POOL_TITLE
+            refused = await h.answer(AVG_POOL_PASTE)
+            assert header(refused) is None
+            assert "try again in a moment" in text_of(refused)
+            h.clock.now += 61  # the window has passed
+            assert header(await h.answer(AVG_POOL_PASTE)) == AVG_POOL_TITLE
+
+    run(scenario())
