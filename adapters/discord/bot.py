@@ -541,7 +541,8 @@ class PanicHandlers:
         place = f"{interaction.channel_id}/{message.id if message else 0}"
         record_id = self.keys.resolve(action.record_key)
         try:
-            self.state.feedback.record_vote(
+            await asyncio.to_thread(
+                self.state.feedback.record_vote,
                 record_id=record_id,
                 user_id=str(interaction.user.id),
                 vote=action.vote or "",
@@ -565,7 +566,9 @@ class PanicHandlers:
             )
         else:
             # A public card speaks for nobody in particular: it shows everyone's counts.
-            tally = self.state.feedback.tally(record_id=record_id, platform=PLATFORM, place=place)
+            tally = await asyncio.to_thread(
+                self.state.feedback.tally, record_id=record_id, platform=PLATFORM, place=place
+            )
             components = render.card_components(card, ephemeral=False, asker_id=action.asker_id, tally=tally)
         await self._update(interaction, DiscordMessage(components=components), components_only=True)
 

@@ -8,6 +8,9 @@ import contextlib
 import logging
 import os
 import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +29,7 @@ from bot.service import PanicLookup
 log = logging.getLogger("panicbot.service")
 
 USER_RATE_WINDOW_SECONDS = 60.0
+STORE_BACKLOG = 10_000  # lookups waiting to be written before statistics are dropped
 PLATFORM_VARIABLES = {"slack": "SLACK_BOT_TOKEN", "discord": "DISCORD_TOKEN"}
 
 
@@ -33,11 +37,33 @@ class StoreObserver:
     """Counts matches and keeps unmatched panics (redacted) for `panicbot report`. A database outage is
     logged and costs the statistic, never the reply (`Observers` logs and skips a failing observer)."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlStore, on_failure: Callable[[str], None] | None = None) -> None:
         self.store = store
+        self._on_failure = on_failure
+        # One writer thread: the database never blocks the event loop (a hung connection would stall every
+        # ack), and writes keep their order. Statistics are best effort: a full backlog drops, counted.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="panicbot-store")
+        self._backlog = threading.BoundedSemaphore(STORE_BACKLOG)
 
     def looked_up(self, platform: str, result: LookupResult, seconds: float) -> None:
-        self.store.record_lookup(result, platform)
+        if not self._backlog.acquire(blocking=False):
+            if self._on_failure is not None:
+                self._on_failure("StoreObserver")
+            return
+        self._writer.submit(self._write, result, platform)
+
+    def _write(self, result: LookupResult, platform: str) -> None:
+        try:
+            self.store.record_lookup(result, platform)
+        except Exception as exc:
+            log.warning("storing a lookup failed: %s", exc.__class__.__name__)
+            if self._on_failure is not None:
+                self._on_failure("StoreObserver")
+        finally:
+            self._backlog.release()
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True, cancel_futures=False)
 
     def auto_replied(self, platform: str, record_id: str) -> None:
         """Counted with the lookup already."""
@@ -137,10 +163,10 @@ class Service:
         self.failure: str | None = None
         self.metrics = Metrics()
         self.store = self._open_store()
+        count_failure = self.metrics.observer_failures.labels
+        self.store_observer = StoreObserver(self.store, on_failure=lambda name: count_failure(name).inc())
         self.observer: Observer = Observers(
-            self.metrics,
-            StoreObserver(self.store),
-            on_failure=lambda name: self.metrics.observer_failures.labels(name).inc(),
+            self.metrics, self.store_observer, on_failure=lambda name: count_failure(name).inc()
         )
         try:
             self.live = LiveLookup(settings.catalog_paths, on_loaded=self._catalog_loaded)
@@ -151,6 +177,8 @@ class Service:
         self._tasks: list[asyncio.Task[Any]] = []
         self._closers: list[Any] = []
         self._drains: list[Any] = []
+        self._redis_parts: list[Any] = []
+        self.slack_state: Any = None
         self._stop = asyncio.Event()
         self.started = asyncio.Event()
         self.bound: Any = None
@@ -245,7 +273,8 @@ class Service:
         limit = self.settings.panicbot_user_rate_limit
         if limit:
             shared["rate_limit"] = RedisRateLimiter(client, prefix, limit, USER_RATE_WINDOW_SECONDS)
-        parts = list(shared.values())
+        self._redis_parts.extend(shared.values())
+        parts = self._redis_parts
         self.metrics.shared_state_failures.set_function(lambda: float(sum(p.failures for p in parts)))
         return shared
 
@@ -256,9 +285,10 @@ class Service:
 
         settings = self.slack_settings
         assert settings is not None
-        state = SlackState(
-            cooldown_seconds=settings.slack_auto_reply_cooldown_seconds, observer=self.observer
-        )
+        cooldown = settings.slack_auto_reply_cooldown_seconds
+        shared = self._shared_state("panicbot:slack", cooldown)
+        state = SlackState(cooldown_seconds=cooldown, observer=self.observer, feedback=self.store, **shared)
+        self.slack_state = state
         app = build_slack_app(settings, self.live, state)  # type: ignore[arg-type]  # LiveLookup stands in
         self._drains.append(state.drain)
         if self.slack_http:
@@ -314,6 +344,7 @@ class Service:
         await runner.cleanup()  # waits up to shutdown_timeout for requests in flight
         for drain in self._drains:
             await drain(grace)  # replies already acknowledged get their answer
+        await asyncio.to_thread(self.store_observer.close)
         log.info("stopped")
 
     def stop(self) -> None:

@@ -393,8 +393,13 @@ class _Handlers:
         container = body.get("container") or {}
         place = f"{container.get('channel_id', '')}/{container.get('message_ts', '')}"
         try:
-            self.state.feedback.record_vote(
-                record_id=record_id, user_id=user, vote=vote, platform=PLATFORM, place=place
+            await asyncio.to_thread(
+                self.state.feedback.record_vote,
+                record_id=record_id,
+                user_id=user,
+                vote=vote,
+                platform=PLATFORM,
+                place=place,
             )
         except Exception:  # the store may be a database: a failure must not lose the user's click silently
             log.exception("storing a vote failed")
@@ -416,7 +421,9 @@ class _Handlers:
             await self._respond(respond, message, replace_original=True, response_type="ephemeral")
             return
         # A public card speaks for nobody in particular: it shows everyone's count, and who shared it.
-        tally = self.state.feedback.tally(record_id=record_id, platform=PLATFORM, place=place)
+        tally = await asyncio.to_thread(
+            self.state.feedback.tally, record_id=record_id, platform=PLATFORM, place=place
+        )
         message = render.card_message(
             card,
             ephemeral=False,
