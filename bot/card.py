@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from bot.matcher import Match
 from bot.records import Record
+from bot.redact import redact
 
 NO_ANALYSIS = "No analysis yet for this error: the source link shows where it is raised."
 UNDER_REVIEW = (
@@ -66,7 +67,8 @@ def build_card(
     cause presented with confidence is worse than none."""
     record = match.record
     title_source = (pasted_message or "").strip() or record.errorMessage
-    title = title_source.splitlines()[0].strip() if title_source.strip() else record.errorMessage
+    # The pasted line goes back into a channel: no token or home-directory name may ride along.
+    title = redact(title_source.splitlines()[0].strip()) if title_source.strip() else record.errorMessage
     show_analysis = record.has_analysis and not under_review
     if under_review:
         cause = UNDER_REVIEW

@@ -13,7 +13,7 @@ import math
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
@@ -38,6 +38,7 @@ COMMON_TOKEN_POSTINGS = 2_000
 FUZZY_CANDIDATES = 40
 MAX_QUERY_CHARS = 4_000
 MAX_RESULTS = 5
+REQUIRED_WORDS = 4  # the anchor and the next three rarest words of a pattern
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class _Evidence:
         return self.pattern_points + self.location_points + 55.0 * self.fuzzy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Entry:
     """What the index keeps per record beyond the record itself."""
 
@@ -111,6 +112,7 @@ class _Entry:
     placeholders: int
     words: int
     path: tuple[str, ...]
+    required: tuple[str, ...] = ()  # its rarest words: a message missing one cannot match the pattern
 
 
 class Matcher:
@@ -152,13 +154,19 @@ class Matcher:
                 )
             )
         anchors: dict[str, list[int]] = defaultdict(list)
+        interned = {token: token for token in postings}
         for index, safe in enumerate(safe_by_record):
             if not safe:
                 self._unanchored.append(index)
                 continue
             # The rarest word keeps each anchor list short; a message holding the pattern holds the word.
-            anchor = min(safe, key=lambda token: (len(postings[token]), -len(token), token))
-            anchors[anchor].append(index)
+            # The next rarest ones are checked before any regex runs: near-identical messages share an
+            # anchor, and each would otherwise cost an RE2 program.
+            rarest = sorted(safe, key=lambda token: (len(postings[token]), -len(token), token))
+            anchors[rarest[0]].append(index)
+            required = tuple(interned[token] for token in rarest[1:REQUIRED_WORDS])
+            if required:
+                self._entries[index] = replace(self._entries[index], required=required)
         self._anchors = {token: array("I", ids) for token, ids in anchors.items()}
         self._postings = {token: array("I", ids) for token, ids in postings.items()}
         self._by_path = {parts: array("I", ids) for parts, ids in by_path.items() if parts}
@@ -203,7 +211,7 @@ class Matcher:
             rival = _rival(scored, position, self._entries)
             confidence = self._confidence(found, self._entries[record_index], rival, panic)
             known = confidence >= KNOWN_MIN_CONFIDENCE and (
-                found.hit is not None or found.fuzzy >= (0.8 if panic.kind == "query" else 0.9)
+                found.hit is not None or _text_alone_is_enough(found, panic)
             )
             matches.append(
                 Match(
@@ -230,6 +238,8 @@ class Matcher:
         for record_index in candidates:
             entry = self._entries[record_index]
             if entry.specificity < MIN_PATTERN_SPECIFICITY:
+                continue
+            if entry.required and not all(word in words for word in entry.required):
                 continue
             for variant in variants:
                 hit = match_pattern(entry.pattern, variant)
@@ -381,6 +391,14 @@ class Matcher:
         if entry.specificity < needed or entry.words < 2:
             return False
         return not (panic.kind != "header" and "contained" in pattern_reason.detail and entry.words < 4)
+
+
+def _text_alone_is_enough(found: _Evidence, panic: Panic) -> bool:
+    """A similar text is the answer to a typed query; for a real panic it also needs the same file: a user's
+    own `todo!()` ("not yet implemented") is not Burn's "Not yet implemented for iteration"."""
+    if panic.kind == "query":
+        return found.fuzzy >= 0.8
+    return found.fuzzy >= 0.9 and found.location_points >= 8.0
 
 
 def _is_strong(found: _Evidence) -> bool:

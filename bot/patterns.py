@@ -74,12 +74,12 @@ def compile_pattern(pattern: str) -> Any:
 def match_pattern(pattern: str, message: str) -> PatternHit | None:
     """The strongest way `pattern` meets `message`, or None."""
     program = compile_pattern(pattern)
+    found = program.search(message)
+    if not found:
+        return None  # most candidates end here, after one pass
     if program.fullmatch(message):
         return PatternHit("full", 0, len(message))
     prefix = program.match(message)
     if prefix and message.startswith(": ", prefix.end()):
         return PatternHit("expect", 0, prefix.end())
-    found = program.search(message)
-    if found:
-        return PatternHit("contained", found.start(), found.end())
-    return None
+    return PatternHit("contained", found.start(), found.end())

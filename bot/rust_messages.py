@@ -6,8 +6,8 @@ import re
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{[^{}\n]*\}")
 _TOKEN = re.compile(r"[a-z]{2,}")
-_REGEX_SPECIAL = re.compile(r"([.^$*+?()\[\]{}|\\])")
 _ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+_ESCAPE_TABLE = str.maketrans({char: "\\" + char for char in ".^$*+?()[]{}|\\"})
 
 _RUNTIME_PREFIXES = (
     "not implemented: ",
@@ -46,7 +46,7 @@ def literal_text(message: str, filler: str = " ") -> str:
 
 def specificity(segments: list[str]) -> int:
     """How much a message says by itself: its literal characters but spaces, placeholders not counted."""
-    return sum(not ch.isspace() for segment in segments for ch in segment)
+    return sum(len("".join(segment.split())) for segment in segments)
 
 
 def tokens(text: str) -> list[str]:
@@ -90,7 +90,7 @@ def pattern_segments(pattern: str) -> list[str] | None:
 
 def escape_literal(text: str) -> str:
     """Escape regex metacharacters the way the data set does (spaces and quotes stay as they are)."""
-    return _REGEX_SPECIAL.sub(r"\\\1", text)
+    return text.translate(_ESCAPE_TABLE)
 
 
 def message_variants(message: str) -> list[str]:

@@ -64,9 +64,11 @@ class LiveLookup:
         self,
         paths: Sequence[str],
         on_loaded: Callable[[PanicLookup, LoadReport], None] | None = None,
+        on_refused: Callable[[], None] | None = None,
     ) -> None:
         self.paths = list(paths)
         self._on_loaded = on_loaded
+        self._on_refused = on_refused
         self.current, report = build_lookup(self.paths)
         self._fingerprint = _fingerprint(self.paths)
         self._announce(report)
@@ -86,10 +88,17 @@ class LiveLookup:
         try:
             fresh, report = build_lookup(self.paths)
         except (CatalogLoadError, OSError) as exc:
+            self._fingerprint = _fingerprint(self.paths)
+            if self._on_refused is not None:
+                self._on_refused()
             log.error("catalog reload failed, still serving the previous catalog: %s", exc)
             return False
         if report.problems:
-            # A file caught mid-save or a bad edit: serving it would silently drop records.
+            # A file caught mid-save or a bad edit: serving it would silently drop records. Remember the
+            # files as seen, so the watcher waits for the next change instead of failing every poll.
+            self._fingerprint = _fingerprint(self.paths)
+            if self._on_refused is not None:
+                self._on_refused()
             log.error(
                 "catalog reload refused, still serving the previous catalog: %d problem(s), first: %s",
                 len(report.problems),

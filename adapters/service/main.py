@@ -29,6 +29,7 @@ from bot.service import PanicLookup
 log = logging.getLogger("panicbot.service")
 
 USER_RATE_WINDOW_SECONDS = 60.0
+PRUNE_EVERY_SECONDS = 24 * 3600
 STORE_BACKLOG = 10_000  # lookups waiting to be written before statistics are dropped
 PLATFORM_VARIABLES = {"slack": "SLACK_BOT_TOKEN", "discord": "DISCORD_TOKEN"}
 
@@ -169,7 +170,11 @@ class Service:
             self.metrics, self.store_observer, on_failure=lambda name: count_failure(name).inc()
         )
         try:
-            self.live = LiveLookup(settings.catalog_paths, on_loaded=self._catalog_loaded)
+            self.live = LiveLookup(
+                settings.catalog_paths,
+                on_loaded=self._catalog_loaded,
+                on_refused=lambda: self.metrics.catalog_reloads.labels("refused").inc(),
+            )
         except CatalogLoadError as exc:
             raise ServiceError(f"PANICBOT_CATALOG holds no usable record: {exc}") from None
         self.status = ServiceStatus(self.live)
@@ -323,12 +328,24 @@ class Service:
             "panicbot serving",
             extra={"platforms": ",".join(self.platforms), "port": self.settings.panicbot_http_port},
         )
+        self._tasks.append(asyncio.create_task(self._prune_daily()))
         if self.settings.panicbot_catalog_watch_seconds > 0 and self.live.paths:
             self._tasks.append(
                 asyncio.create_task(self.live.watch(self.settings.panicbot_catalog_watch_seconds))
             )
         await self._stop.wait()
         await self.shutdown(runner)
+
+    async def _prune_daily(self) -> None:
+        """Retention for a process that runs for months, not only at start-up."""
+        while True:
+            await asyncio.sleep(PRUNE_EVERY_SECONDS)
+            try:
+                removed = await asyncio.to_thread(self.store.prune, self.settings.panicbot_retention_days)
+            except StorageError as exc:
+                log.warning("pruning old rows failed: %s", exc)
+                continue
+            log.info("pruned %d rows older than %d days", removed, self.settings.panicbot_retention_days)
 
     async def shutdown(self, runner: web.AppRunner) -> None:
         """Stop taking new work (readyz turns 503), let replies in flight finish (bounded), close."""

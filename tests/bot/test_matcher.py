@@ -174,3 +174,16 @@ def test_log_lines_run_on_after_the_message() -> None:
     result = matcher.lookup(text)
     assert result.best and result.best.record.id == "avgpool"
     assert result.auto_reply
+
+
+def test_similar_text_alone_does_not_answer_a_real_panic_from_elsewhere() -> None:
+    catalog = [record("iter", "Not yet implemented for iteration", "crates/burn-x/src/iter.rs", 10)]
+    similar = Matcher(catalog)
+    users_own = similar.lookup("thread 'main' panicked at src/main.rs:10:5:\nnot yet implemented")
+    assert users_own.status == "no_known_record" and users_own.best is None
+    typed = similar.lookup("not yet implemented for iteraton")
+    assert typed.best is not None and typed.best.record.id == "iter"
+    moved_on = similar.lookup(
+        "thread 'main' panicked at crates/burn-x/src/iter.rs:12:5:\nNot yet implemented for iterations"
+    )
+    assert moved_on.best is not None and moved_on.best.record.id == "iter"  # same file: a reworded message

@@ -37,3 +37,15 @@ def test_home_directories_lose_the_user_name_but_keep_the_path() -> None:
 @given(st.text())
 def test_redact_never_raises(text: str) -> None:
     assert isinstance(redact(text), str)
+
+
+def test_urls_with_passwords_and_other_token_shapes() -> None:
+    text = (
+        "DATABASE_URL=postgres://admin:hunter2pass@db:5432/x redis://:pw0rd@cache:6379 "
+        "OTk5OTk5OTk5OTk5OTk5OTk5.GfAkEt.abcdefghijklmnopqrstuvwxyz0123456 "
+        "hf_abcdefghijklmnopqrstuvwxyz Authorization: Bearer eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeKKF2QT4"
+    )
+    cleaned = redact(text)
+    for secret in ("hunter2pass", "pw0rd", "OTk5OTk5", "hf_abc", "eyJhbGciOiJI", "SflKxwRJ"):
+        assert secret not in cleaned, secret
+    assert "postgres://admin:[redacted]@db:5432/x" in cleaned

@@ -111,6 +111,9 @@ def test_slack_over_http_through_the_service_counts_lookups(clean_env: pytest.Mo
             assert 'panicbot_matches_total{band="0.9-1",platform="slack"} 1.0' in text
             assert 'panicbot_lookup_seconds_count{platform="slack"} 1.0' in text
             await stopped(service, task)
+            # The service gives Slack its database store and the per-user rate limit, not in-memory stand-ins.
+            assert service.slack_state.feedback is service.store
+            assert service.slack_state.rate_limit is not None
             report = service.store.report(limit=5, catalog_ids=["8d1d2fa6df3880bd", "5c5da46720dbbf10"])
             assert report.never_matched == ("5c5da46720dbbf10",)  # the avg pool answer was counted
 
@@ -210,3 +213,16 @@ def test_discord_runs_in_the_service_and_readiness_follows_its_connection(
             assert service.failure is None
 
     asyncio.run(scenario())
+
+
+def test_a_refused_reload_is_counted_once_and_not_retried_every_poll(tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog.jsonl"
+    catalog.write_text(SEEDS.read_text(encoding="utf-8"), encoding="utf-8")
+    refused: list[int] = []
+    live = LiveLookup([str(catalog)], on_refused=lambda: refused.append(1))
+    catalog.write_text("broken\n", encoding="utf-8")
+    assert live.changed_on_disk()
+    assert not live.reload()
+    assert refused == [1]
+    assert not live.changed_on_disk()  # the watcher waits for the next edit
+    assert len(live.matcher) == 3
