@@ -55,6 +55,8 @@ def open_catalog(paths: Sequence[str], err: Console) -> Catalog:
     catalog = load_catalog(paths)
     for problem in catalog.errors[:20]:
         err.print(f"[yellow]catalog:[/] {problem}", markup=True, highlight=False)
+    for duplicate in catalog.duplicates[:20]:
+        err.print(f"[yellow]catalog:[/] {duplicate}", markup=True, highlight=False)
     if len(catalog.errors) > 20:
         err.print(f"[yellow]catalog:[/] ... and {len(catalog.errors) - 20} more problems", markup=True)
     if not catalog.entries:

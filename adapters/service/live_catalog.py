@@ -35,6 +35,8 @@ def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
     """A PanicLookup over `paths` (the embedded data set when empty); bad lines are reported, not fatal."""
     catalog: Catalog = load_catalog(paths) if paths else default_catalog()
     problems = [str(problem) for problem in catalog.errors]
+    for duplicate in catalog.duplicates:
+        log.warning("catalog: %s", duplicate)
     if not catalog.entries:
         raise CatalogLoadError("; ".join(problems[:5]) or "no record found")
     sources = list(paths) or ["embedded default data set"]

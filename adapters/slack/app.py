@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import logging
 import re
 import time
@@ -87,6 +88,10 @@ class SlackState:
         """Let the replies in flight finish, for at most `timeout` seconds (graceful shutdown)."""
         if self.pending:
             await asyncio.wait(set(self.pending), timeout=timeout)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
 async def _already_acknowledged(*_: Any, **__: Any) -> None:
@@ -251,9 +256,16 @@ class _Handlers:
                 log.warning("chat.postEphemeral failed in %s: %s", channel, exc.response.get("error"))
             return
         text = strip_mentions(event.get("text", ""))
-        if not text and event.get("thread_ts"):
-            text = await self._thread_parent_text(client, channel, event["thread_ts"])
-        message, _ = self.answer(text, ephemeral=False)
+        message, result = self.answer(text, ephemeral=False) if text else (None, None)
+        if (not text or (result is not None and result.best is None)) and event.get("thread_ts"):
+            # "@panicbot what does this mean?" under a pasted panic: the thread's first message is the paste.
+            parent = await self._thread_parent_text(client, channel, event["thread_ts"])
+            if parent:
+                parent_message, parent_result = self.answer(parent, ephemeral=False)
+                if (parent_result is not None and parent_result.best is not None) or message is None:
+                    message = parent_message
+        if message is None:
+            message = render.usage_message()
         await self._post(client, channel, message, thread_ts=thread_ts)
 
     async def on_message(self, event: dict[str, Any], client: AsyncWebClient, context: Any) -> None:
@@ -282,7 +294,9 @@ class _Handlers:
         if posted is None:
             self.state.cooldown.release(channel, card.record_id)
             return
-        self.state.replies.put((channel, event["ts"]), PostedReply(channel, posted, card.record_id))
+        self.state.replies.put(
+            (channel, event["ts"]), PostedReply(channel, posted, card.record_id, _digest(text))
+        )
         self.state.observer.auto_replied(PLATFORM, card.record_id)
 
     async def _on_edit(self, event: dict[str, Any], client: AsyncWebClient) -> None:
@@ -290,7 +304,7 @@ class _Handlers:
         channel = event.get("channel", "")
         edited = event.get("message") or {}
         reply = self.state.replies.get((channel, edited.get("ts", "")))
-        if reply is None:
+        if reply is None or (reply.paste_digest and reply.paste_digest == _digest(edited.get("text") or "")):
             return
         result = self.lookup(edited.get("text") or "")
         card = self.service.card(result) if result.auto_reply else None
@@ -310,7 +324,8 @@ class _Handlers:
             log.warning("chat.update failed in %s: %s", channel, exc.response.get("error"))
             return
         self.state.replies.put(
-            (channel, edited.get("ts", "")), PostedReply(channel, reply.ts, card.record_id)
+            (channel, edited.get("ts", "")),
+            PostedReply(channel, reply.ts, card.record_id, _digest(edited.get("text") or "")),
         )
 
     async def _on_delete(self, event: dict[str, Any], client: AsyncWebClient) -> None:

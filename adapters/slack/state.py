@@ -104,6 +104,7 @@ class PostedReply:
     channel: str
     ts: str
     record_id: str
+    paste_digest: str = ""  # what the reply answered: an edit that keeps the text (an unfurl) changes nothing
 
 
 class RecentLookups:

@@ -1169,3 +1169,30 @@ def test_one_user_asking_too_often_is_told_to_wait(slack_env: pytest.MonkeyPatch
             assert header(await h.answer(AVG_POOL_PASTE)) == AVG_POOL_TITLE
 
     run(scenario())
+
+
+def test_mention_with_words_in_a_thread_explains_the_pasted_parent(slack_env: pytest.MonkeyPatch) -> None:
+    async def scenario() -> None:
+        async with running(slack_env) as h:
+            parent_ts = next_ts()
+            h.fake.add_message(CHANNEL, parent_ts, AVG_POOL_PASTE)
+            await h.event(mention_event("what does this mean?", thread_ts=parent_ts))
+            [post] = await h.fake.wait_for_calls("chat.postMessage")
+            assert post.body["thread_ts"] == parent_ts
+            assert header(post) == AVG_POOL_TITLE
+
+    run(scenario())
+
+
+def test_an_edit_that_keeps_the_text_leaves_the_reply_alone(slack_env: pytest.MonkeyPatch) -> None:
+    """Slack sends message_changed for link unfurls too: the card (and its vote counts) stays as it is."""
+
+    async def scenario() -> None:
+        async with running(slack_env) as h:
+            paste, _ = await h.auto_reply()
+            await h.event(edit_event(paste, paste["text"]))
+            await h.settle()
+            assert h.fake.calls_to("chat.update") == []
+            assert h.fake.calls_to("chat.delete") == []
+
+    run(scenario())
