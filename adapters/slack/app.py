@@ -48,6 +48,8 @@ log = logging.getLogger("panicbot.slack")
 COMMAND = "/panic"
 SHORTCUT_CALLBACK_ID = "explain_panic"
 PLATFORM = "slack"
+# What "More matches" keeps of a paste: the panic is at its start, and 20,000 kept lookups stay small.
+REMEMBERED_CHARS = 8_000
 RATE_LIMITED = "You have asked panicbot a lot in the last minute: try again in a moment."
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 # Messages that are someone's words; joins, topic changes, bot posts and the like are not.
@@ -206,7 +208,7 @@ class _Handlers:
         card = self.service.card(result)
         if card is None:
             return render.no_match_message(result, query=text), result
-        key = self.state.lookups.remember(redact(text))
+        key = self.state.lookups.remember(redact(text[:REMEMBERED_CHARS]))
         message = render.card_message(
             card,
             ephemeral=ephemeral,
