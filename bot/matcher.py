@@ -38,7 +38,7 @@ COMMON_TOKEN_POSTINGS = 2_000
 FUZZY_CANDIDATES = 40
 MAX_QUERY_CHARS = 4_000
 MAX_RESULTS = 5
-REQUIRED_WORDS = 4  # the anchor and the next three rarest words of a pattern
+REQUIRED_WORDS = 5  # the two anchor words and the next three rarest words of a pattern
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,7 @@ class Matcher:
         self.records: list[Record] = list(records)
         self._entries: list[_Entry] = []
         self._anchors: dict[str, array[int]] = {}
+        self._pair_anchors: dict[str, dict[str, array[int]]] = {}
         self._unanchored = array("I")
         self._postings: dict[str, array[int]] = {}
         self._by_path: dict[tuple[str, ...], array[int]] = {}
@@ -154,6 +155,7 @@ class Matcher:
                 )
             )
         anchors: dict[str, list[int]] = defaultdict(list)
+        pair_anchors: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
         interned = {token: token for token in postings}
         for index, safe in enumerate(safe_by_record):
             if not safe:
@@ -163,11 +165,20 @@ class Matcher:
             # The next rarest ones are checked before any regex runs: near-identical messages share an
             # anchor, and each would otherwise cost an RE2 program.
             rarest = sorted(safe, key=lambda token: (len(postings[token]), -len(token), token))
-            anchors[rarest[0]].append(index)
-            required = tuple(interned[token] for token in rarest[1:REQUIRED_WORDS])
+            if len(rarest) == 1:
+                anchors[rarest[0]].append(index)
+            else:
+                # Two words must both be in a message for it to be a candidate: near-identical messages
+                # share their rarest word far more often than their two rarest.
+                pair_anchors[rarest[0]][rarest[1]].append(index)
+            required = tuple(interned[token] for token in rarest[2:REQUIRED_WORDS])
             if required:
                 self._entries[index] = replace(self._entries[index], required=required)
         self._anchors = {token: array("I", ids) for token, ids in anchors.items()}
+        self._pair_anchors = {
+            first: {second: array("I", ids) for second, ids in seconds.items()}
+            for first, seconds in pair_anchors.items()
+        }
         self._postings = {token: array("I", ids) for token, ids in postings.items()}
         self._by_path = {parts: array("I", ids) for parts, ids in by_path.items() if parts}
         by_basename: dict[str, list[int]] = defaultdict(list)
@@ -235,6 +246,16 @@ class Matcher:
         candidates: set[int] = set(self._unanchored)
         for word in words:
             candidates.update(self._anchors.get(word, ()))
+            seconds = self._pair_anchors.get(word)
+            if not seconds:
+                continue
+            if len(seconds) <= len(words):
+                for second, ids in seconds.items():
+                    if second in words:
+                        candidates.update(ids)
+            else:
+                for second in words:
+                    candidates.update(seconds.get(second, ()))
         for record_index in candidates:
             entry = self._entries[record_index]
             if entry.specificity < MIN_PATTERN_SPECIFICITY:
