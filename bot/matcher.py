@@ -34,7 +34,7 @@ AUTO_REPLY_MIN_CONFIDENCE = 0.9
 KNOWN_MIN_CONFIDENCE = 0.5
 SPECIFICITY_SCALE = 60
 LINE_WINDOW = 60
-COMMON_TOKEN_POSTINGS = 2_000
+COMMON_TOKEN_POSTINGS = 1_000
 FUZZY_CANDIDATES = 40
 MAX_QUERY_CHARS = 4_000
 MAX_RESULTS = 5
@@ -93,7 +93,6 @@ class _Evidence:
     hit_text: str = ""
     pattern_points: float = 0.0
     location_points: float = 0.0
-    location_detail: str = ""
     fuzzy: float = 0.0
     reasons: list[Reason] = field(default_factory=list)
 
@@ -229,7 +228,7 @@ class Matcher:
                     record=self.records[record_index],
                     score=round(found.score, 2),
                     confidence=round(confidence, 3),
-                    reasons=tuple(found.reasons),
+                    reasons=self._reasons(found, record_index, panic),
                     panic_index=panic_index,
                     known=known,
                     record_index=record_index,
@@ -237,6 +236,14 @@ class Matcher:
             )
         matches.sort(key=lambda m: (-m.known, -m.score))
         return tuple(matches[:limit])
+
+    def _reasons(self, found: _Evidence, record_index: int, panic: Panic) -> tuple[Reason, ...]:
+        """Pattern first, then location, then text: what matched, strongest first."""
+        reasons = [r for r in found.reasons if r.signal == "pattern"]
+        if found.location_points > 0 and panic.location is not None:
+            reasons.append(self._location_reason(record_index, panic.location))
+        reasons.extend(r for r in found.reasons if r.signal != "pattern")
+        return tuple(reasons)
 
     def _pattern_evidence(self, variants: list[str], evidence: dict[int, _Evidence]) -> None:
         """Verify every record whose anchor word the message holds (and the few without an anchor)."""
@@ -292,24 +299,33 @@ class Matcher:
         exact = self._by_path.get(parts)
         same_file: Iterable[int] = exact if exact is not None else self._by_basename.get(parts[-1], ())
         for record_index in same_file:
-            entry = self._entries[record_index]
-            shared = common_suffix_length(parts, entry.path)
+            # Points only: the reason's words are written for the few matches shown (_location_reason).
             if exact is not None:
-                file_points, detail = 15.0, "same file"
-            elif shared >= 2:
-                file_points, detail = 8.0 + 2.0 * min(shared - 2, 3), f"path ends alike ({shared} parts)"
+                file_points = 15.0
             else:
-                file_points, detail = 3.0, "same file name"
+                shared = common_suffix_length(parts, self._entries[record_index].path)
+                file_points = 8.0 + 2.0 * min(shared - 2, 3) if shared >= 2 else 3.0
             line_points = 0.0
             record_line = self.records[record_index].lineNumber
             if location.line is not None and record_line is not None:
                 distance = abs(location.line - record_line)
                 line_points = 10.0 * max(0.0, 1.0 - distance / LINE_WINDOW)
-                detail += f", line {location.line} vs {record_line}"
             found = evidence.setdefault(record_index, _Evidence())
             found.location_points = file_points + line_points
-            found.location_detail = detail
-            found.reasons.append(Reason("location", detail))
+
+    def _location_reason(self, record_index: int, location: Location) -> Reason:
+        parts = path_parts(location.path)
+        shared = common_suffix_length(parts, self._entries[record_index].path)
+        if shared == len(parts) == len(self._entries[record_index].path):
+            detail = "same file"
+        elif shared >= 2:
+            detail = f"path ends alike ({shared} parts)"
+        else:
+            detail = "same file name"
+        record_line = self.records[record_index].lineNumber
+        if location.line is not None and record_line is not None:
+            detail += f", line {location.line} vs {record_line}"
+        return Reason("location", detail)
 
     def _fuzzy_evidence(self, variants: list[str], evidence: dict[int, _Evidence]) -> None:
         """Typed queries and typos: IDF-weighted words (typos corrected against the index's vocabulary),
@@ -325,8 +341,9 @@ class Matcher:
                 continue
             for record_index in posting:
                 accumulated[record_index] += weight
-        best = heapq.nlargest(FUZZY_CANDIDATES, accumulated.items(), key=lambda item: item[1])
-        for record_index, weight in best:
+        best_ids = heapq.nlargest(FUZZY_CANDIDATES, accumulated, key=accumulated.__getitem__)
+        for record_index in best_ids:
+            weight = accumulated[record_index]
             entry = self._entries[record_index]
             coverage = min(1.0, weight / total)
             text_score = _text_similarity(query, entry.literal)
