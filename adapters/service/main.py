@@ -304,7 +304,7 @@ class Service:
 
         assert settings.slack_app_token is not None  # load_slack_settings checked it
         handler = AsyncSocketModeHandler(app, settings.slack_app_token.get_secret_value())
-        await handler.connect_async()
+        await handler.connect_async()  # type: ignore[no-untyped-call]  # slack_bolt leaves it untyped
         self.status.checks["slack"] = lambda: handler.client.is_connected() if handler.client else False
         self._closers.append(handler.close_async)
 

@@ -9,7 +9,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +79,18 @@ class SlackState:
         )
         self.lookups = RecentLookups(self.clock)
         self.pending: set[asyncio.Task[None]] = set()
+
+    @property
+    def dedupe(self) -> EventDeduper:
+        """The event deduper, given or in-process (never None after construction)."""
+        assert self.seen is not None
+        return self.seen
+
+    @property
+    def gate(self) -> CooldownGate:
+        """The cooldown, given or in-process (never None after construction)."""
+        assert self.cooldown is not None
+        return self.cooldown
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a reply in the background; failures are logged, never lost silently."""
@@ -162,7 +174,9 @@ class _Handlers:
         app.action(render.ACTION_VOTE_DOWN)(self.acked_then_later(self.on_vote))
         app.error(self.on_error)
 
-    def acked_then_later(self, handler: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    def acked_then_later(
+        self, handler: Callable[..., Coroutine[Any, Any, None]]
+    ) -> Callable[..., Coroutine[Any, Any, None]]:
         """Acknowledge at once, do the work in a task of its own.
 
         Slack wants the ack within 3 s. Bolt's own way (process_before_response=False) polls for the ack
@@ -185,7 +199,7 @@ class _Handlers:
     async def drop_redelivered_events(self, body: dict[str, Any], next: Any) -> BoltResponse | None:
         """Slack re-delivers an event it thinks was missed; the first delivery that reached us wins."""
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if isinstance(event_id, str) and not self.state.seen.first_time(event_id):
+        if isinstance(event_id, str) and not self.state.dedupe.first_time(event_id):
             log.info("event %s already handled; acknowledging the re-delivery", event_id)
             return BoltResponse(status=200, body="", headers={"x-slack-no-retry": "1"})
         await next()
@@ -289,12 +303,12 @@ class _Handlers:
             return  # a mention: on_mention answers it
         result = self.lookup(text)
         card = self.service.card(result) if result.auto_reply else None
-        if card is None or not self.state.cooldown.allow(channel, card.record_id):
+        if card is None or not self.state.gate.allow(channel, card.record_id):
             return
         message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
         posted = await self._post(client, channel, message, thread_ts=event.get("thread_ts") or event["ts"])
         if posted is None:
-            self.state.cooldown.release(channel, card.record_id)
+            self.state.gate.release(channel, card.record_id)
             return
         self.state.replies.put(
             (channel, event["ts"]), PostedReply(channel, posted, card.record_id, _digest(text))
@@ -316,8 +330,8 @@ class _Handlers:
             return
         if card.record_id != reply.record_id:
             # The reply now answers another record: the cooldown follows it.
-            self.state.cooldown.release(channel, reply.record_id)
-            self.state.cooldown.allow(channel, card.record_id)
+            self.state.gate.release(channel, reply.record_id)
+            self.state.gate.allow(channel, card.record_id)
         message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
         try:
             await client.chat_update(channel=channel, ts=reply.ts, text=message.text, blocks=message.blocks)
@@ -503,7 +517,7 @@ class _Handlers:
         except SlackApiError as exc:
             self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
             log.warning("chat.delete failed in %s: %s", reply.channel, exc.response.get("error"))
-        self.state.cooldown.release(reply.channel, reply.record_id)
+        self.state.gate.release(reply.channel, reply.record_id)
 
     async def _respond(self, respond: Any, message: render.SlackMessage | None, **options: Any) -> None:
         try:

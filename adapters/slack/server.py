@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from urllib.parse import parse_qsl
 
 from aiohttp import web
@@ -19,7 +20,7 @@ EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 
 
-def to_bolt_request(raw_body: str, query: str, headers: dict[str, str]) -> AsyncBoltRequest:
+def to_bolt_request(raw_body: str, query: str, headers: dict[str, str | Sequence[str]]) -> AsyncBoltRequest:
     """A Bolt request, mending slack-bolt 1.30's body parsing: it reads any form body that contains the
     word `payload` as an interactivity payload, so `/panic ... handshake payload` parsed as `{}`."""
     request = AsyncBoltRequest(body=raw_body, query=query, headers=headers)
@@ -59,4 +60,4 @@ def build_web_application(app: AsyncApp, records: int) -> web.Application:
 async def run_socket_mode(app: AsyncApp, app_token: str) -> None:
     handler = AsyncSocketModeHandler(app, app_token)
     log.info("connecting to Slack in Socket Mode")
-    await handler.start_async()
+    await handler.start_async()  # type: ignore[no-untyped-call]  # slack_bolt leaves it untyped
