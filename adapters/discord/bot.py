@@ -26,7 +26,7 @@ from adapters.discord import render
 from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
 from adapters.discord.settings import DiscordSettings
 from adapters.observe import Observer, Observers
-from adapters.slack.state import (
+from adapters.state import (
     Clock,
     Cooldown,
     CooldownGate,

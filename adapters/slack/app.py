@@ -27,7 +27,8 @@ from adapters.observe import Observer, Observers
 from adapters.shared_state import RateLimit
 from adapters.slack import render
 from adapters.slack.settings import SlackSettings
-from adapters.slack.state import (
+from adapters.slack.state import PostedReply, RecentLookups
+from adapters.state import (
     Clock,
     Cooldown,
     CooldownGate,
@@ -35,8 +36,6 @@ from adapters.slack.state import (
     ExpiringMap,
     FeedbackStore,
     InMemoryFeedbackStore,
-    PostedReply,
-    RecentLookups,
     SeenEvents,
 )
 from bot.matcher import LookupResult

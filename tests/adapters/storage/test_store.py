@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from adapters.slack.state import FeedbackStore, InMemoryFeedbackStore
+from adapters.state import FeedbackStore, InMemoryFeedbackStore
 from adapters.storage import SqlStore, panic_fingerprint
 from adapters.storage.models import MAX_MESSAGE_CHARS, RecordMatch, UnmatchedPanic, Vote
 from bot.records import default_catalog
