@@ -41,6 +41,7 @@ from rich.table import Table  # noqa: E402
 from bot import patterns as bot_patterns  # noqa: E402
 from bot.matcher import Matcher  # noqa: E402
 from bot.records import Record, load_catalog  # noqa: E402
+from bot.rust_messages import pattern_from_message  # noqa: E402
 
 DATA_FILE = REPO_ROOT.parent / "shared/data/burn-panics.jsonl"
 REAL_SIZE = 1199
@@ -68,7 +69,6 @@ console = Console(width=160)
 # Rust format strings: placeholders and the data set's messagePattern derivation
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{[^{}\n]*\}")
-_REGEX_SPECIAL = re.compile(r"([.^$*+?()\[\]{}|\\])")
 _WORD = re.compile(r"^[A-Za-z][a-z_]{2,}$")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -88,24 +88,6 @@ def split_message(message: str) -> list[tuple[bool, str]]:
     if position < len(message):
         pieces.append((False, message[position:]))
     return pieces
-
-
-def derive_pattern(message: str) -> str:
-    """The data set's messagePattern: regex metacharacters escaped, spaces plain, each placeholder `(.+?)`."""
-    segments = [""]
-    position = 0
-    for match in _PLACEHOLDER.finditer(message):
-        segments[-1] += message[position : match.start()]
-        token = match.group(0)
-        if token == "{{":
-            segments[-1] += "{"
-        elif token == "}}":
-            segments[-1] += "}"
-        else:
-            segments.append("")
-        position = match.end()
-    segments[-1] += message[position:]
-    return "(.+?)".join(_REGEX_SPECIAL.sub(r"\\\1", s) for s in segments)
 
 
 def unbrace(text: str) -> str:
@@ -213,7 +195,7 @@ def generate_synthetic(bases: Sequence[dict], count: int, seed: int) -> Iterator
             id=synth_id(k),
             slug=slug,
             errorMessage=message,
-            messagePattern=derive_pattern(message),
+            messagePattern=pattern_from_message(message),
             filePath=path,
             lineNumber=line,
             githubUrl=f"https://github.com/tracel-ai/burn/blob/{base.get('analyzedSha')}/{path}#L{line}",
@@ -765,7 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     real_n = len(real_records)
     bases = [r.model_dump() for r in real_records]
-    agree = sum(derive_pattern(b["errorMessage"]) == b["messagePattern"] for b in bases)
+    agree = sum(pattern_from_message(b["errorMessage"]) == b["messagePattern"] for b in bases)
     console.print(
         f"real catalog: {real_n:,} records from {DATA_FILE} "
         f"({real_bytes / real_n:,.0f} B per Record); the derived messagePattern equals the data set's for "
