@@ -27,7 +27,7 @@ from adapters.observe import Observer, Observers
 from adapters.shared_state import RateLimit
 from adapters.slack import render
 from adapters.slack.settings import SlackSettings
-from adapters.slack.state import PostedReply, RecentLookups
+from adapters.slack.state import PostedReply
 from adapters.state import (
     Clock,
     Cooldown,
@@ -38,8 +38,7 @@ from adapters.state import (
     InMemoryFeedbackStore,
     SeenEvents,
 )
-from bot.matcher import LookupResult
-from bot.redact import redact
+from bot.matcher import LookupResult, Match
 from bot.service import PanicLookup
 
 log = logging.getLogger("panicbot.slack")
@@ -47,8 +46,6 @@ log = logging.getLogger("panicbot.slack")
 COMMAND = "/panic"
 SHORTCUT_CALLBACK_ID = "explain_panic"
 PLATFORM = "slack"
-# What "More matches" keeps of a paste: the panic is at its start, and 20,000 kept lookups stay small.
-REMEMBERED_CHARS = 8_000
 RATE_LIMITED = "You have asked panicbot a lot in the last minute: try again in a moment."
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 # Messages that are someone's words; joins, topic changes, bot posts and the like are not.
@@ -76,7 +73,6 @@ class SlackState:
         self.replies: ExpiringMap[tuple[str, str], PostedReply] = ExpiringMap(
             7 * 24 * 3600, 50_000, self.clock
         )
-        self.lookups = RecentLookups(self.clock)
         self.pending: set[asyncio.Task[None]] = set()
 
     @property
@@ -221,7 +217,10 @@ class _Handlers:
         card = self.service.card(result)
         if card is None:
             return render.no_match_message(result, query=text), result
-        key = self.state.lookups.remember(redact(text[:REMEMBERED_CHARS]))
+        # The other matches ride in the buttons: no paste is kept in memory for "More matches".
+        key = render.encode_alternatives(
+            [(m.record.id, m.confidence) for m in result.matches if m.record.id != card.record_id]
+        )
         message = render.card_message(
             card,
             ephemeral=ephemeral,
@@ -380,15 +379,15 @@ class _Handlers:
     async def on_more(self, ack: Any, action: dict[str, Any], respond: Any) -> None:
         await ack()
         value = render.parse_action_value(action.get("value", ""))
-        record_id, key = value.record_id, value.lookup_key
-        query = self.state.lookups.recall(key) if key else None
-        if query is None:
-            await self._respond(respond, render.error_message("That lookup has expired: run /panic again."))
-            return
-        result = self.lookup(query, limit=8)
+        matches = []
+        for position, (record_id, confidence) in enumerate(render.decode_alternatives(value.lookup_key)):
+            record = self.service.record(record_id)
+            if record is not None:
+                matches.append(Match(record, 0.0, confidence, (), 0, True, position))
+        result = LookupResult(panics=(), matches=tuple(matches), answer_panic=None, auto_reply=False)
         await self._respond(
             respond,
-            render.more_matches_message(result, skip_record_id=record_id),
+            render.more_matches_message(result, skip_record_id=value.record_id),
             response_type="ephemeral",
             replace_original=False,
         )

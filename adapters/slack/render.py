@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -422,6 +423,29 @@ def parse_action_value(value: str) -> ActionValue:
     except ValueError:
         number = 0.0
     return ActionValue(record_id, key or None, number, shared_by or None)
+
+
+def encode_alternatives(matches: Sequence[tuple[str, float]], limit: int = 5) -> str | None:
+    """The other matches of a lookup, carried in the card's buttons (`id:confidence,...`): "More matches"
+    then needs no memory of the paste, and works on whichever replica Slack sends the click to."""
+    parts = [
+        f"{record_id}:{confidence:.3f}"
+        for record_id, confidence in matches
+        if record_id and len(record_id) <= 64 and not any(char in record_id for char in "|,:")
+    ]
+    return ",".join(parts[:limit]) or None
+
+
+def decode_alternatives(text: str | None) -> list[tuple[str, float]]:
+    """The inverse of `encode_alternatives`; anything malformed is skipped, never raised."""
+    found = []
+    for part in (text or "").split(","):
+        record_id, _, confidence = part.partition(":")
+        try:
+            found.append((record_id, min(1.0, max(0.0, float(confidence)))))
+        except ValueError:
+            continue
+    return [(record_id, confidence) for record_id, confidence in found if record_id]
 
 
 def card_message(

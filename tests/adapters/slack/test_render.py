@@ -571,3 +571,17 @@ def test_action_values_round_trip_and_junk_never_raises() -> None:
     assert parse_action_value("r2") == ActionValue("r2", None, 0.0)
     assert parse_action_value("r3|k|nan-ish") == ActionValue("r3", "k", 0.0)
     assert parse_action_value("") == ActionValue("", None, 0.0)
+
+
+def test_alternatives_ride_in_the_buttons_and_never_raise() -> None:
+    """ "More matches" reads the other matches from the button, so any replica can answer the click."""
+    from adapters.slack.render import decode_alternatives, encode_alternatives
+
+    encoded = encode_alternatives([("a1", 0.91234), ("b2", 0.5), ("bad|id", 0.4), ("", 0.3), ("c3", 0.2)])
+    assert encoded == "a1:0.912,b2:0.500,c3:0.200"
+    assert decode_alternatives(encoded) == [("a1", 0.912), ("b2", 0.5), ("c3", 0.2)]
+    assert encode_alternatives([]) is None
+    assert decode_alternatives("x:notanumber,:0.5,y:2") == [("y", 1.0)]
+    assert decode_alternatives(None) == []
+    many = encode_alternatives([(f"id{n}", 0.5) for n in range(20)])
+    assert many is not None and len(many.split(",")) == 5
