@@ -337,8 +337,11 @@ class Matcher:
         accumulated: dict[int, float] = defaultdict(float)
         for word, weight in sorted(weighted, key=lambda item: len(self._postings[item[0]])):
             posting = self._postings[word]
-            if len(posting) > COMMON_TOKEN_POSTINGS and accumulated:
-                continue
+            if len(posting) > COMMON_TOKEN_POSTINGS:
+                if accumulated:
+                    continue
+                # Every word is common ("op in u32"): the query says little; a bounded slice keeps it cheap.
+                posting = posting[:COMMON_TOKEN_POSTINGS]
             for record_index in posting:
                 accumulated[record_index] += weight
         best_ids = heapq.nlargest(FUZZY_CANDIDATES, accumulated, key=accumulated.__getitem__)
