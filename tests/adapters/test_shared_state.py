@@ -44,6 +44,7 @@ from adapters.slack.settings import SlackSettings
 from bot.records import default_catalog
 from bot.service import PanicLookup
 from tests.adapters.slack.fake_slack import BOT_USER_ID, HOST, TEAM_ID, FakeSlack
+from tests.support.local_only import isolate
 
 REDIS_URL = f"redis://{HOST}:6379/0"
 LOGGER = "panicbot.shared_state"
@@ -414,19 +415,7 @@ class Cluster:
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No inherited Slack settings or proxies: every request stays on 127.0.0.1."""
-    for name in (
-        "SLACK_APP_TOKEN",
-        "SLACK_AUTO_REPLY_COOLDOWN_SECONDS",
-        "PANICBOT_CATALOG",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", HOST)
+    isolate(monkeypatch, "SLACK_APP_TOKEN", "SLACK_AUTO_REPLY_COOLDOWN_SECONDS", "PANICBOT_CATALOG")
 
 
 @contextlib.asynccontextmanager

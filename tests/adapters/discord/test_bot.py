@@ -26,7 +26,6 @@ from tests.adapters.discord.fake_discord import (
     GENERAL_CHANNEL_ID,
     GUILD_ID,
     HELP_CHANNEL_ID,
-    HOST,
     MESSAGE_CONTENT_INTENT,
     MODERATOR_ID,
     OTHER_BOT_ID,
@@ -36,6 +35,7 @@ from tests.adapters.discord.fake_discord import (
     FakeDiscord,
     FakeInteraction,
 )
+from tests.support.local_only import isolate
 
 TOKEN = "MTE5MDAwMDAwMDAwMDAwMDAwMQ.GfAkEt.not-a-real-token-0123456789abcdefghij"
 
@@ -149,7 +149,8 @@ class Harness:
 @pytest.fixture
 def discord_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No inherited Discord settings or proxies: every request goes to 127.0.0.1."""
-    for name in (
+    return isolate(
+        monkeypatch,
         "DISCORD_TOKEN",
         "DISCORD_HELP_CHANNEL_IDS",
         "DISCORD_API_URL",
@@ -157,16 +158,7 @@ def discord_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         "DISCORD_SHARD_IDS",
         "DISCORD_AUTO_REPLY_COOLDOWN_SECONDS",
         "PANICBOT_CATALOG",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", HOST)
-    return monkeypatch
+    )
 
 
 def logged_text(caplog: pytest.LogCaptureFixture) -> str:

@@ -26,18 +26,23 @@ from tests.adapters.slack.test_app import (
     signed,
     slash_command,
 )
+from tests.support.local_only import isolate
 
 SEEDS = Path(__file__).resolve().parents[3] / "bot" / "data" / "default_catalog.jsonl"
 
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL",
-                 "SLACK_AUTO_REPLY_CHANNELS", "PANICBOT_CATALOG", "DISCORD_TOKEN", "HTTP_PROXY", "http_proxy",
-                 "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    return monkeypatch
+    return isolate(
+        monkeypatch,
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "SLACK_API_URL",
+        "SLACK_AUTO_REPLY_CHANNELS",
+        "PANICBOT_CATALOG",
+        "DISCORD_TOKEN",
+    )
 
 
 def settings(**overrides: Any) -> ServiceSettings:

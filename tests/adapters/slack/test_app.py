@@ -34,6 +34,7 @@ from tests.adapters.slack.fake_slack import (
     FakeSlack,
     block_problems,
 )
+from tests.support.local_only import isolate
 
 BOT_TOKEN = "xoxb-test-1234-5678-NotARealToken"
 APP_TOKEN = "xapp-1-A1-1234-NotARealAppToken"
@@ -369,7 +370,8 @@ class Harness:
 @pytest.fixture
 def slack_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No inherited Slack settings or proxies: every request goes to 127.0.0.1."""
-    for name in (
+    return isolate(
+        monkeypatch,
         "SLACK_BOT_TOKEN",
         "SLACK_SIGNING_SECRET",
         "SLACK_APP_TOKEN",
@@ -377,16 +379,7 @@ def slack_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         "SLACK_AUTO_REPLY_CHANNELS",
         "SLACK_AUTO_REPLY_COOLDOWN_SECONDS",
         "PANICBOT_CATALOG",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", HOST)
-    return monkeypatch
+    )
 
 
 def logged_text(caplog: pytest.LogCaptureFixture) -> str:
