@@ -222,3 +222,15 @@ def test_hostile_lines_stay_linear() -> None:
     """A single line of 20,000 `panicked at` took minutes with an unbounded path; now it is immediate."""
     assert extract_panics("panicked at " * 20_000)[0].kind == "query"
     assert extract_panics("thread 'a' panicked at x:" * 20_000)[0].kind == "query"
+
+
+def test_limits_on_panics_frames_and_message_lines() -> None:
+    from bot.extract import MAX_FRAMES, MAX_MESSAGE_LINES, MAX_PANICS
+
+    many = "".join(f"thread 'main' panicked at src/a.rs:{n}:1:\nboom {n}\n\n" for n in range(1, 40))
+    assert len(extract_panics(many)) == MAX_PANICS
+    long_message = "thread 'main' panicked at src/a.rs:1:1:\n" + "\n".join(f"line {n}" for n in range(500))
+    assert extract_panics(long_message)[0].message.count("\n") == MAX_MESSAGE_LINES - 1
+    frames = "\n".join(f"  {n}: f{n}\n             at src/a.rs:{n}:1" for n in range(400))
+    deep = f"thread 'main' panicked at src/a.rs:1:1:\nboom\nstack backtrace:\n{frames}"
+    assert len(extract_panics(deep)[0].frames) == MAX_FRAMES

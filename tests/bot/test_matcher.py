@@ -187,3 +187,14 @@ def test_similar_text_alone_does_not_answer_a_real_panic_from_elsewhere() -> Non
         "thread 'main' panicked at crates/burn-x/src/iter.rs:12:5:\nNot yet implemented for iterations"
     )
     assert moved_on.best is not None and moved_on.best.record.id == "iter"  # same file: a reworded message
+
+
+def test_a_huge_paste_is_cut_not_choked_on() -> None:
+    from bot.chat_text import MAX_TEXT_CHARS
+
+    paste = (
+        header(MODULE, 915, "Can't differentiate deform conv 2d backward.") + "\n" + "x" * (10 * 1024 * 1024)
+    )
+    result = matcher.lookup(paste)
+    assert result.best is not None and result.best.record.id == "deform"
+    assert len(result.panics[0].message) < MAX_TEXT_CHARS
