@@ -11,18 +11,35 @@ from __future__ import annotations
 import heapq
 import math
 from array import array
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
 from bot.extract import Location, Panic, extract_panics
 from bot.paths import common_suffix_length, path_parts
-from bot.patterns import PatternHit, match_pattern, record_segments, tolerant_regex
+from bot.patterns import (
+    LiteralPattern,
+    PatternHit,
+    literal_pattern,
+    match_literal,
+    match_pattern,
+    normalize_space,
+    record_segments,
+)
 from bot.records import Record
-from bot.rust_messages import message_variants, safe_tokens, specificity, tokens
+from bot.rust_messages import (
+    message_variants,
+    segment_tokens,
+    specificity,
+    split_format_string,
+    tokens,
+)
 
 # A pattern with fewer literal letters than this says nothing by itself (`{}: {}`): it is no evidence.
 MIN_PATTERN_SPECIFICITY = 4
@@ -36,9 +53,22 @@ SPECIFICITY_SCALE = 60
 LINE_WINDOW = 60
 COMMON_TOKEN_POSTINGS = 1_000
 FUZZY_CANDIDATES = 40
+# Text alone (no pattern) answers a typed query at this similarity (half word coverage, half text score), and
+# a pasted panic only at the second one and in the same file.
+TEXT_ANSWER_QUERY = 0.8
+TEXT_ANSWER_PANIC = 0.9
+# A rival of such an answer, within a point of its score, needs a similarity of about 0.78: this coverage.
+RIVAL_MIN_COVERAGE = 0.5
 MAX_QUERY_CHARS = 4_000
 MAX_RESULTS = 5
 REQUIRED_WORDS = 5  # the two anchor words and the next three rarest words of a pattern
+# A pasted location adds the pasted file's records nearest the line as candidates: this many on each side,
+# in at most this many files (another version of the file may sit at several paths).
+NEIGHBOURS = 8
+NEAR_MIN_LENGTH = 4  # shorter unknown words are not corrected
+NEAR_CACHE_SIZE = 50_000
+NEIGHBOUR_FILES = 4
+_RECORD_ID = np.dtype(f"=u{array('I').itemsize}")  # postings are array("I") of record positions
 
 
 @dataclass(frozen=True)
@@ -87,46 +117,46 @@ class LookupResult:
         return "matched" if self.best else "no_known_record"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Evidence:
     hit: PatternHit | None = None
     hit_text: str = ""
     pattern_points: float = 0.0
     location_points: float = 0.0
     fuzzy: float = 0.0
-    reasons: list[Reason] = field(default_factory=list)
+    coverage: float = 0.0
+    text_score: float = 0.0
 
     @property
     def score(self) -> float:
         return self.pattern_points + self.location_points + 55.0 * self.fuzzy
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """What the index keeps per record beyond the record itself."""
-
-    pattern: str
-    literal: str  # lower-case literal text, placeholders as spaces: what typed queries are compared with
-    specificity: int
-    placeholders: int
-    words: int
-    path: tuple[str, ...]
-    required: tuple[str, ...] = ()  # its rarest words: a message missing one cannot match the pattern
-
-
 class Matcher:
-    """An index over one catalog, built once; `lookup` is cheap and never raises on any text."""
+    """An index over one catalog, built once; `lookup` is cheap and never raises on any text.
+
+    What it keeps per record is columnar (one list or array per field, indexed by the record's position):
+    a compact index builds fast and holds about a kilobyte per record.
+    """
 
     def __init__(self, records: Sequence[Record]) -> None:
         self.records: list[Record] = list(records)
-        self._entries: list[_Entry] = []
+        # A plain pattern as literal segments (matched with str.find), else the record's own regex (RE2).
+        self._keys: list[LiteralPattern | str] = []
+        self._specificity = array("H")
+        self._placeholders = array("H")
+        self._words = array("H")
+        self._paths: list[tuple[str, ...]] = []
+        self._required: list[tuple[str, ...]] = []  # its rarest words: a message missing one cannot match
         self._anchors: dict[str, array[int]] = {}
         self._pair_anchors: dict[str, dict[str, array[int]]] = {}
         self._unanchored = array("I")
         self._postings: dict[str, array[int]] = {}
-        self._by_path: dict[tuple[str, ...], array[int]] = {}
-        self._by_basename: dict[str, array[int]] = {}
-        self._vocabulary_by_length: dict[int, list[str]] = {}
+        self._by_path: dict[tuple[str, ...], array[int]] = {}  # each file's records, by line
+        self._path_lines: dict[tuple[str, ...], array[int]] = {}
+        self._paths_by_basename: dict[str, list[tuple[str, ...]]] = {}
+        self._near_pools: dict[int, list[str]] = {}  # by length: the words 2 letters shorter to longer
+        self._near_cache: dict[str, list[tuple[str, float]]] = {}
         self._build()
 
     def _build(self) -> None:
@@ -134,61 +164,84 @@ class Matcher:
         safe_by_record: list[set[str] | None] = []
         by_path: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for index, record in enumerate(self.records):
-            pattern_source, plain = record_segments(record.messagePattern, record.errorMessage)
-            pattern = tolerant_regex(pattern_source) if plain else (record.messagePattern or "")
-            literal = " ".join(pattern_source).lower()
-            record_tokens = set(tokens(literal))
-            for token in record_tokens:
+            segments, plain = record_segments(record.messagePattern, record.errorMessage)
+            every, safe = segment_tokens(segments)
+            for token in every:
                 postings[token].append(index)
-            safe_by_record.append(safe_tokens(pattern_source) if plain else None)
+            safe_by_record.append(safe if plain else None)
             parts = path_parts(record.filePath or "")
-            by_path[parts].append(index)
-            self._entries.append(
-                _Entry(
-                    pattern,
-                    literal,
-                    specificity(pattern_source),
-                    len(pattern_source) - 1,
-                    len(record_tokens),
-                    parts,
-                )
-            )
+            same_file = by_path.get(parts)
+            if same_file is None:
+                by_path[parts] = same_file = []
+            else:
+                parts = self._paths[same_file[0]]  # one tuple per file
+            same_file.append(index)
+            self._paths.append(parts)
+            self._keys.append(literal_pattern(segments) if plain else (record.messagePattern or ""))
+            self._specificity.append(min(specificity(segments), 0xFFFF))
+            self._placeholders.append(min(len(segments) - 1, 0xFFFF))
+            self._words.append(min(len(every), 0xFFFF))
+        # Rarest first: fewest records, then longest, then alphabetical (a stable order across builds).
+        order = sorted(postings, key=lambda token: (len(postings[token]), -len(token), token))
+        rank = {token: position for position, token in enumerate(order)}
         anchors: dict[str, list[int]] = defaultdict(list)
-        pair_anchors: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-        interned = {token: token for token in postings}
-        for index, safe in enumerate(safe_by_record):
-            if not safe:
-                self._unanchored.append(index)
+        pair_anchors: dict[str, dict[str, list[int]]] = defaultdict(dict)
+        for index, anchor_words in enumerate(safe_by_record):
+            if not anchor_words:
+                self._required.append(())
+                if self._specificity[index] >= MIN_PATTERN_SPECIFICITY:
+                    self._unanchored.append(index)
                 continue
             # The rarest word keeps each anchor list short; a message holding the pattern holds the word.
-            # The next rarest ones are checked before any regex runs: near-identical messages share an
-            # anchor, and each would otherwise cost an RE2 program.
-            rarest = sorted(safe, key=lambda token: (len(postings[token]), -len(token), token))
-            if len(rarest) == 1:
-                anchors[rarest[0]].append(index)
+            # The next rarest ones are checked before any pattern runs: near-identical messages share an
+            # anchor, and each would otherwise be matched in vain.
+            ranks = sorted([rank[token] for token in anchor_words])
+            if len(ranks) == 1:
+                anchors[order[ranks[0]]].append(index)
             else:
                 # Two words must both be in a message for it to be a candidate: near-identical messages
                 # share their rarest word far more often than their two rarest.
-                pair_anchors[rarest[0]][rarest[1]].append(index)
-            required = tuple(interned[token] for token in rarest[2:REQUIRED_WORDS])
-            if required:
-                self._entries[index] = replace(self._entries[index], required=required)
+                seconds = pair_anchors[order[ranks[0]]]
+                ids = seconds.get(order[ranks[1]])
+                if ids is None:
+                    seconds[order[ranks[1]]] = ids = []
+                ids.append(index)
+            self._required.append(tuple(order[r] for r in ranks[2:REQUIRED_WORDS]))
         self._anchors = {token: array("I", ids) for token, ids in anchors.items()}
         self._pair_anchors = {
             first: {second: array("I", ids) for second, ids in seconds.items()}
             for first, seconds in pair_anchors.items()
         }
-        self._postings = {token: array("I", ids) for token, ids in postings.items()}
-        self._by_path = {parts: array("I", ids) for parts, ids in by_path.items() if parts}
-        by_basename: dict[str, list[int]] = defaultdict(list)
-        for parts, ids in self._by_path.items():
-            by_basename[parts[-1]].extend(ids)
-        self._by_basename = {name: array("I", ids) for name, ids in by_basename.items()}
-        for token in self._postings:
-            self._vocabulary_by_length.setdefault(len(token), []).append(token)
+        self._postings = {token: array("I", postings[token]) for token in order}
+        for parts, ids in by_path.items():
+            if not parts:
+                continue
+            ids.sort(key=lambda i: (self._line(i), i))
+            self._by_path[parts] = array("I", ids)
+            self._path_lines[parts] = array("i", [self._line(i) for i in ids])
+            self._paths_by_basename.setdefault(parts[-1], []).append(parts)
+        by_length: dict[int, list[str]] = defaultdict(list)
+        for token in order:
+            by_length[len(token)].append(token)
+        for length in range(NEAR_MIN_LENGTH, max(by_length, default=0) + 3):
+            pool = [token for near in range(length - 2, length + 3) for token in by_length.get(near, ())]
+            if pool:
+                self._near_pools[length] = pool
 
     def __len__(self) -> int:
         return len(self.records)
+
+    def _line(self, record_index: int) -> int:
+        """The record's line number, -1 when it has none."""
+        line = self.records[record_index].lineNumber
+        return line if line is not None and 0 <= line < 2**31 else -1
+
+    def _literal(self, record_index: int) -> str:
+        """Lower-case literal text, placeholders as spaces: what typed queries are compared with."""
+        key = self._keys[record_index]
+        if isinstance(key, tuple):
+            return " ".join(key).lower()
+        return " ".join(split_format_string(self.records[record_index].errorMessage)).lower()
 
     # -- lookup ---------------------------------------------------------------------------------------
 
@@ -210,43 +263,53 @@ class Matcher:
         variants = message_variants(panic.message[:MAX_QUERY_CHARS]) if panic.message else []
         evidence: dict[int, _Evidence] = {}
         self._pattern_evidence(variants, evidence)
-        if panic.location is not None:
-            self._location_evidence(panic.location, evidence)
         if variants and not any(_is_strong(e) for e in evidence.values()):
             # A typo or a typed query: only a weak pattern (a short word inside) or none met the text.
-            self._fuzzy_evidence(variants, evidence)
-        scored = sorted(evidence.items(), key=lambda item: (-item[1].score, item[0]))[: max(limit, 1) + 8]
-        matches = []
+            bounded = panic.location is None
+            self._fuzzy_evidence(variants, evidence, _kept(limit), bounded)
+        if panic.location is not None:
+            self._location_evidence(panic.location, evidence)
+        scored = sorted(evidence.items(), key=lambda item: (-item[1].score, item[0]))[: _kept(limit)]
+        decided = []
         for position, (record_index, found) in enumerate(scored):
-            rival = _rival(scored, position, self._entries)
-            confidence = self._confidence(found, self._entries[record_index], rival, panic)
+            rival = _rival(scored, position, self._keys)
+            confidence = self._confidence(found, record_index, rival, panic)
             known = confidence >= KNOWN_MIN_CONFIDENCE and (
                 found.hit is not None or _text_alone_is_enough(found, panic)
             )
-            matches.append(
-                Match(
-                    record=self.records[record_index],
-                    score=round(found.score, 2),
-                    confidence=round(confidence, 3),
-                    reasons=self._reasons(found, record_index, panic),
-                    panic_index=panic_index,
-                    known=known,
-                    record_index=record_index,
-                )
+            decided.append((record_index, found, round(confidence, 3), known))
+        # Known records first; the stable sort keeps the score order (rounded as shown) within each group.
+        decided.sort(key=lambda item: (not item[3], -round(item[1].score, 2)))
+        return tuple(
+            Match(
+                record=self.records[record_index],
+                score=round(found.score, 2),
+                confidence=confidence,
+                reasons=self._reasons(found, record_index, panic),
+                panic_index=panic_index,
+                known=known,
+                record_index=record_index,
             )
-        matches.sort(key=lambda m: (-m.known, -m.score))
-        return tuple(matches[:limit])
+            for record_index, found, confidence, known in decided[:limit]
+        )
 
     def _reasons(self, found: _Evidence, record_index: int, panic: Panic) -> tuple[Reason, ...]:
-        """Pattern first, then location, then text: what matched, strongest first."""
-        reasons = [r for r in found.reasons if r.signal == "pattern"]
+        """Pattern first, then location, then text: what matched, strongest first. Written only for the
+        matches returned."""
+        reasons = []
+        if found.hit is not None:
+            detail = f"{found.hit.mode} match of messagePattern"
+            span = (found.hit.start, found.hit.end)
+            reasons.append(Reason("pattern", detail, span, found.hit_text[:300]))
         if found.location_points > 0 and panic.location is not None:
             reasons.append(self._location_reason(record_index, panic.location))
-        reasons.extend(r for r in found.reasons if r.signal != "pattern")
+        if found.fuzzy > 0:
+            detail = f"similar text ({found.fuzzy:.2f}; words {found.coverage:.2f}, {found.text_score:.2f})"
+            reasons.append(Reason("text", detail))
         return tuple(reasons)
 
     def _pattern_evidence(self, variants: list[str], evidence: dict[int, _Evidence]) -> None:
-        """Verify every record whose anchor word the message holds (and the few without an anchor)."""
+        """Verify every record whose anchor words the message holds (and the few without an anchor)."""
         words: set[str] = set()
         for variant in variants:
             words.update(tokens(variant))
@@ -263,60 +326,83 @@ class Matcher:
             else:
                 for second in words:
                     candidates.update(seconds.get(second, ()))
+        # Literal patterns compare with the message's whitespace runs folded; regexes see it as pasted.
+        forms = list(dict.fromkeys((normalize_space(variant), variant) for variant in variants))
         for record_index in candidates:
-            entry = self._entries[record_index]
-            if entry.specificity < MIN_PATTERN_SPECIFICITY:
+            if self._specificity[record_index] < MIN_PATTERN_SPECIFICITY:
                 continue
-            if entry.required and not all(word in words for word in entry.required):
+            required = self._required[record_index]
+            if required and not all(word in words for word in required):
                 continue
-            for variant in variants:
-                hit = match_pattern(entry.pattern, variant)
+            key = self._keys[record_index]
+            for folded, pasted in forms:
+                if isinstance(key, tuple):
+                    hit, text = match_literal(key, folded), folded
+                else:
+                    hit, text = match_pattern(key, pasted), pasted
                 if hit is None:
                     continue
-                points = _pattern_points(hit, entry)
-                found = evidence.setdefault(record_index, _Evidence())
+                points = _pattern_points(
+                    hit, self._specificity[record_index], self._placeholders[record_index]
+                )
+                found = evidence.get(record_index)
+                if found is None:
+                    evidence[record_index] = found = _Evidence()
                 if points > found.pattern_points:
                     found.hit, found.pattern_points = hit, points
-                    found.hit_text = variant[hit.start : hit.end]
+                    found.hit_text = text[hit.start : hit.end]
                 if hit.mode == "full":
                     break
-        for found in evidence.values():
-            if found.hit is not None:
-                found.reasons.append(
-                    Reason(
-                        "pattern",
-                        f"{found.hit.mode} match of messagePattern",
-                        (found.hit.start, found.hit.end),
-                        found.hit_text[:300],
-                    )
-                )
 
     def _location_evidence(self, location: Location, evidence: dict[int, _Evidence]) -> None:
-        """Records in the pasted file: the site closest to the pasted line scores highest."""
+        """Location points for every candidate, and the pasted file's records nearest the pasted line as
+        candidates of their own (nearby records, never the answer by themselves)."""
         parts = path_parts(location.path)
         if not parts:
             return
-        exact = self._by_path.get(parts)
-        same_file: Iterable[int] = exact if exact is not None else self._by_basename.get(parts[-1], ())
-        for record_index in same_file:
-            # Points only: the reason's words are written for the few matches shown (_location_reason).
-            if exact is not None:
-                file_points = 15.0
-            else:
-                shared = common_suffix_length(parts, self._entries[record_index].path)
-                file_points = 8.0 + 2.0 * min(shared - 2, 3) if shared >= 2 else 3.0
-            line_points = 0.0
-            record_line = self.records[record_index].lineNumber
-            if location.line is not None and record_line is not None:
-                distance = abs(location.line - record_line)
-                line_points = 10.0 * max(0.0, 1.0 - distance / LINE_WINDOW)
-            found = evidence.setdefault(record_index, _Evidence())
-            found.location_points = file_points + line_points
+        exact = parts in self._by_path
+        if exact:
+            files = [parts]
+        else:
+            # Another checkout or version of the file: the paths that end most like the pasted one.
+            same_name = self._paths_by_basename.get(parts[-1], [])
+            shared = [common_suffix_length(parts, path) for path in same_name]
+            best = max(shared, default=0)
+            files = [path for path, count in zip(same_name, shared, strict=True) if count == best]
+        for path in files[:NEIGHBOUR_FILES]:
+            ids = self._by_path[path]
+            if location.line is not None and len(ids) > 2 * NEIGHBOURS:
+                at = bisect_left(self._path_lines[path], location.line)
+                ids = ids[max(0, at - NEIGHBOURS) : at + NEIGHBOURS]  # holds the nearest, by line
+            for record_index in ids[: 2 * NEIGHBOURS]:
+                if record_index not in evidence:
+                    evidence[record_index] = _Evidence()
+        for record_index, found in evidence.items():
+            found.location_points = self._location_points(record_index, parts, exact, location.line)
+
+    def _location_points(
+        self, record_index: int, parts: tuple[str, ...], exact: bool, line: int | None
+    ) -> float:
+        """Same file, then the path's shared ending, then line distance: the site closest scores highest."""
+        path = self._paths[record_index]
+        if exact:
+            if path != parts:
+                return 0.0
+            file_points = 15.0
+        else:
+            if not path or path[-1] != parts[-1]:
+                return 0.0
+            shared = common_suffix_length(parts, path)
+            file_points = 8.0 + 2.0 * min(shared - 2, 3) if shared >= 2 else 3.0
+        record_line = self.records[record_index].lineNumber
+        if line is None or record_line is None:
+            return file_points
+        return file_points + 10.0 * max(0.0, 1.0 - abs(line - record_line) / LINE_WINDOW)
 
     def _location_reason(self, record_index: int, location: Location) -> Reason:
         parts = path_parts(location.path)
-        shared = common_suffix_length(parts, self._entries[record_index].path)
-        if shared == len(parts) == len(self._entries[record_index].path):
+        shared = common_suffix_length(parts, self._paths[record_index])
+        if shared == len(parts) == len(self._paths[record_index]):
             detail = "same file"
         elif shared >= 2:
             detail = f"path ends alike ({shared} parts)"
@@ -327,35 +413,54 @@ class Matcher:
             detail += f", line {location.line} vs {record_line}"
         return Reason("location", detail)
 
-    def _fuzzy_evidence(self, variants: list[str], evidence: dict[int, _Evidence]) -> None:
+    def _fuzzy_evidence(
+        self, variants: list[str], evidence: dict[int, _Evidence], keep: int, bounded: bool
+    ) -> None:
         """Typed queries and typos: IDF-weighted words (typos corrected against the index's vocabulary),
         then rapidfuzz similarity of the literal text on the best few."""
         query = max(variants, key=len).lower()
         weighted, total = self._query_words(query)
         if not weighted:
             return
-        accumulated: dict[int, float] = defaultdict(float)
+        postings: list[npt.NDArray[np.uint32]] = []
+        weights: list[float] = []
         for word, weight in sorted(weighted, key=lambda item: len(self._postings[item[0]])):
             posting = self._postings[word]
             if len(posting) > COMMON_TOKEN_POSTINGS:
-                if accumulated:
+                if postings:
                     continue
                 # Every word is common ("op in u32"): the query says little; a bounded slice keeps it cheap.
                 posting = posting[:COMMON_TOKEN_POSTINGS]
-            for record_index in posting:
-                accumulated[record_index] += weight
-        best_ids = heapq.nlargest(FUZZY_CANDIDATES, accumulated, key=accumulated.__getitem__)
-        for record_index in best_ids:
-            weight = accumulated[record_index]
-            entry = self._entries[record_index]
-            coverage = min(1.0, weight / total)
-            text_score = _text_similarity(query, entry.literal)
+            postings.append(np.frombuffer(posting, dtype=_RECORD_ID))
+            weights.append(weight)
+        # Each record's summed word weights, in numpy: thousands of postings cost microseconds.
+        ids, positions = np.unique(np.concatenate(postings), return_inverse=True)
+        per_posting = np.repeat(weights, [len(p) for p in postings])
+        sums = np.bincount(positions, weights=per_posting).astype(np.float64, copy=False)
+        # Best covered first. Once `keep` similarities are known, a candidate is compared only if it could
+        # still be shown and be an answer or an answer's rival (enough of the query's words), and rapidfuzz
+        # stops early on one that falls short. Not with a location, whose points may lift any candidate.
+        kept: list[float] = []  # a min-heap of the best `keep` similarities
+        for position in _top_positions(sums, FUZZY_CANDIDATES):
+            record_index = int(ids[position])
+            coverage = min(1.0, float(sums[position]) / total)
+            found = evidence.get(record_index)
+            needed = 0.0
+            if bounded and found is None and len(kept) >= keep:
+                needed = (kept[0] - 0.5 * coverage) / 0.5
+                if needed > 1.0 or coverage < RIVAL_MIN_COVERAGE:
+                    continue
+            text_score = _text_similarity(query, self._literal(record_index), needed)
             similarity = 0.5 * coverage + 0.5 * text_score
-            found = evidence.setdefault(record_index, _Evidence())
-            found.fuzzy = similarity
-            found.reasons.append(
-                Reason("text", f"similar text ({similarity:.2f}; words {coverage:.2f}, {text_score:.2f})")
-            )
+            if needed > 0.0 and similarity <= kept[0]:
+                continue
+            if found is None:
+                evidence[record_index] = found = _Evidence()
+            found.fuzzy, found.coverage, found.text_score = similarity, coverage, text_score
+            if len(kept) < keep:
+                heapq.heappush(kept, similarity)
+            elif similarity > kept[0]:
+                heapq.heapreplace(kept, similarity)
 
     def _query_words(self, query: str) -> tuple[list[tuple[str, float]], float]:
         """Query words with IDF weights (an unknown word replaced by its closest indexed words), and the
@@ -372,7 +477,7 @@ class Matcher:
                 weighted[word] = max(weighted.get(word, 0.0), weight)
                 total += weight
                 continue
-            near_words = self._near_words(word) if len(word) >= 4 else []
+            near_words = self._near_words(word) if len(word) >= NEAR_MIN_LENGTH else []
             if not near_words:
                 total += unknown_weight if len(word) >= 4 else unknown_weight / 2
                 continue
@@ -385,18 +490,31 @@ class Matcher:
         return list(weighted.items()), total
 
     def _near_words(self, word: str) -> list[tuple[str, float]]:
-        pool: list[str] = []
-        for length in range(len(word) - 2, len(word) + 3):
-            pool.extend(self._vocabulary_by_length.get(length, ()))
+        """The indexed words closest to an unknown one. Chat repeats its words, so answers are kept (the
+        vocabulary never changes for a matcher), up to a bound."""
+        near = self._near_cache.get(word)
+        if near is not None:
+            return near
+        pool = self._near_pools.get(len(word))
+        if pool is None:
+            return []  # longer than any indexed word
         found = process.extract(
-            word, pool, scorer=Levenshtein.normalized_similarity, score_cutoff=0.7, limit=3
+            word,
+            pool,
+            scorer=Levenshtein.normalized_similarity,
+            score_cutoff=0.7,
+            limit=3,
         )
-        return [(near, float(similarity)) for near, similarity, _ in found]
+        near = [(token, float(similarity)) for token, similarity, _ in found]
+        if len(self._near_cache) >= NEAR_CACHE_SIZE:
+            self._near_cache.clear()
+        self._near_cache[word] = near
+        return near
 
     # -- decisions ------------------------------------------------------------------------------------
 
     def _confidence(
-        self, found: _Evidence, entry: _Entry, rival: tuple[_Evidence, _Entry] | None, panic: Panic
+        self, found: _Evidence, record_index: int, rival: tuple[_Evidence, int] | None, panic: Panic
     ) -> float:
         """A 0..1 estimate that this record is the one the paste is about (see README: calibration)."""
         if found.hit is not None:
@@ -407,11 +525,14 @@ class Matcher:
                 confidence += 0.03
             elif panic.location is not None:
                 confidence -= 0.05  # the paste says another file: a moved message, or another one
-            if entry.specificity < AUTO_REPLY_MIN_SPECIFICITY:
+            specific = self._specificity[record_index]
+            if specific < AUTO_REPLY_MIN_SPECIFICITY:
                 confidence -= 0.1
-            elif entry.specificity >= 30:
+            elif specific >= 30:
                 confidence += 0.03
-            if rival is not None and _explains_as_well(found, entry, *rival):
+            if rival is not None and _explains_as_well(
+                found, specific, rival[0], self._specificity[rival[1]]
+            ):
                 confidence -= 0.15  # another message explains the paste as well
             return max(0.0, min(0.995, confidence))
         if found.fuzzy > 0.0:
@@ -425,56 +546,80 @@ class Matcher:
         pattern_reason = next((r for r in top.reasons if r.signal == "pattern"), None)
         if pattern_reason is None or top.confidence < AUTO_REPLY_MIN_CONFIDENCE:
             return False
-        entry = self._entries[top.record_index]
         needed = (
             AUTO_REPLY_MIN_SPECIFICITY if panic.kind == "header" else AUTO_REPLY_MIN_SPECIFICITY_NO_HEADER
         )
-        if entry.specificity < needed or entry.words < 2:
+        words = self._words[top.record_index]
+        if self._specificity[top.record_index] < needed or words < 2:
             return False
-        return not (panic.kind != "header" and "contained" in pattern_reason.detail and entry.words < 4)
+        return not (panic.kind != "header" and "contained" in pattern_reason.detail and words < 4)
+
+
+def _kept(limit: int) -> int:
+    """Candidates ranked in full for `limit` results: a few more than shown, for the rivals."""
+    return max(limit, 1) + 8
 
 
 def _text_alone_is_enough(found: _Evidence, panic: Panic) -> bool:
     """A similar text is the answer to a typed query; for a real panic it also needs the same file: a user's
     own `todo!()` ("not yet implemented") is not Burn's "Not yet implemented for iteration"."""
     if panic.kind == "query":
-        return found.fuzzy >= 0.8
-    return found.fuzzy >= 0.9 and found.location_points >= 8.0
+        return found.fuzzy >= TEXT_ANSWER_QUERY
+    return found.fuzzy >= TEXT_ANSWER_PANIC and found.location_points >= 8.0
 
 
 def _is_strong(found: _Evidence) -> bool:
     return found.hit is not None and found.hit.mode != "contained" and found.pattern_points >= 55.0
 
 
-def _pattern_points(hit: PatternHit, entry: _Entry) -> float:
-    weight = min(entry.specificity, SPECIFICITY_SCALE) / SPECIFICITY_SCALE
+def _pattern_points(hit: PatternHit, specific: int, placeholders: int) -> float:
+    weight = min(specific, SPECIFICITY_SCALE) / SPECIFICITY_SCALE
     base = {"full": 50.0, "expect": 48.0, "contained": 40.0}[hit.mode]
     # Between equally specific patterns, the one with fewer placeholders explains the text better.
-    return base + 25.0 * weight - 0.3 * min(entry.placeholders, 5)
+    return base + 25.0 * weight - 0.3 * min(placeholders, 5)
 
 
 def _idf(document_frequency: int, count: int) -> float:
     return math.log(1.0 + count / max(document_frequency, 1))
 
 
-def _text_similarity(query: str, literal: str) -> float:
+def _text_similarity(query: str, literal: str, cutoff: float = 0.0) -> float:
+    """0..1; 0 when below `cutoff` (rapidfuzz gives up early on those)."""
+    least = max(0.0, cutoff) * 100.0
     # A typed fragment is shorter than the message: compare it with the best-aligned part.
-    score = fuzz.partial_ratio(query, literal) if len(query) < len(literal) else fuzz.ratio(query, literal)
-    return max(score, fuzz.token_set_ratio(query, literal)) / 100.0
+    if len(query) < len(literal):
+        score = fuzz.partial_ratio(query, literal, score_cutoff=least)
+    else:
+        score = fuzz.ratio(query, literal, score_cutoff=least)
+    return max(score, fuzz.token_set_ratio(query, literal, score_cutoff=least)) / 100.0
 
 
 def _rival(
-    scored: list[tuple[int, _Evidence]], position: int, entries: list[_Entry]
-) -> tuple[_Evidence, _Entry] | None:
-    """The best other candidate with a different message: same-message sites are not rivals."""
-    own = entries[scored[position][0]].pattern
+    scored: list[tuple[int, _Evidence]], position: int, keys: list[LiteralPattern | str]
+) -> tuple[_Evidence, int] | None:
+    """The best other candidate with a different message (and its record): same-message sites are not
+    rivals."""
+    own = keys[scored[position][0]]
     for index, (record_index, found) in enumerate(scored):
-        if index != position and entries[record_index].pattern != own:
-            return found, entries[record_index]
+        if index != position and keys[record_index] != own:
+            return found, record_index
     return None
 
 
-def _explains_as_well(found: _Evidence, entry: _Entry, rival: _Evidence, rival_entry: _Entry) -> bool:
+def _top_positions(sums: npt.NDArray[np.float64], count: int) -> list[int]:
+    """Positions of the `count` largest values, largest first; ties go to the lower position."""
+    if len(sums) > count:
+        threshold = np.partition(sums, len(sums) - count)[len(sums) - count]
+        above = np.flatnonzero(sums > threshold)
+        tied = np.flatnonzero(sums == threshold)[: count - len(above)]
+        chosen = np.concatenate((above, tied))
+    else:
+        chosen = np.arange(len(sums))
+    order = np.lexsort((chosen, -sums[chosen]))
+    return [int(position) for position in chosen[order]]
+
+
+def _explains_as_well(found: _Evidence, specific: int, rival: _Evidence, rival_specific: int) -> bool:
     """Another message matches the paste as fully, and only a few lines of distance or a trace of
     specificity put this one first: the answer is a guess between two records."""
     if rival.score <= 0:
@@ -484,4 +629,4 @@ def _explains_as_well(found: _Evidence, entry: _Entry, rival: _Evidence, rival_e
     if found.hit is None or rival.hit is None or rival.hit.mode != found.hit.mode:
         return False
     same_file_evidence = abs(found.location_points - rival.location_points) < 5.0
-    return same_file_evidence and entry.specificity - rival_entry.specificity < 3
+    return same_file_evidence and specific - rival_specific < 3

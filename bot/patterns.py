@@ -14,6 +14,8 @@ from bot.rust_messages import escape_literal, pattern_segments, split_format_str
 _WHITESPACE = re.compile(r"\s+")
 # `\s+` left at either end by a message that starts or ends with a space.
 _EDGE_SPACE = re.compile(r"^(?:\\s\+)+|(?:\\s\+)+$")
+# RE2's `\s`: the whitespace a tolerant pattern treats as one space.
+_SPACE_RUN = re.compile(r"[ \t\n\r\f]+")
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
@@ -49,6 +51,64 @@ def tolerant_regex(segments: list[str]) -> str:
         parts.append(r"\s+".join(words))
     regex = "(.+?)".join(parts)
     return _EDGE_SPACE.sub("", regex)
+
+
+def normalize_space(text: str) -> str:
+    """Every run of whitespace as one space: the form a literal pattern is compared with."""
+    return _SPACE_RUN.sub(" ", text)
+
+
+LiteralPattern = tuple[str, ...]
+"""A plain pattern as `match_literal` reads it: its literal segments, whitespace runs as one space and the
+spaces at either end dropped. It matches what `tolerant_regex` of the same segments matches."""
+
+
+def literal_pattern(segments: list[str]) -> LiteralPattern:
+    parts = [normalize_space(segment) for segment in segments]
+    parts[0] = parts[0].lstrip(" ")
+    parts[-1] = parts[-1].rstrip(" ")
+    return tuple(parts)
+
+
+def match_literal(parts: LiteralPattern, text: str) -> PatternHit | None:
+    """`match_pattern` for a plain pattern, without a regex: each placeholder is one character or more, and
+    the earliest place of each segment is the best one, so a few `str.find` decide. `text` must be
+    `normalize_space`d; the span is in that text."""
+    first = parts[0]
+    start = text.find(first)
+    if start < 0:
+        return None  # most candidates end here
+    end = _follow(parts, 1, len(parts), text, start + len(first))
+    if end < 0:
+        return None
+    if start == 0:
+        if _literal_fullmatch(parts, text):
+            return PatternHit("full", 0, len(text))
+        if text.startswith(": ", end):
+            return PatternHit("expect", 0, end)
+    return PatternHit("contained", start, end)
+
+
+def _follow(parts: LiteralPattern, first: int, stop: int, text: str, position: int) -> int:
+    """Where segments `first..stop` end, each after a placeholder of one character or more; -1 if they
+    cannot all follow `position`."""
+    for index in range(first, stop):
+        part = parts[index]
+        position = text.find(part, position + 1)
+        if position < 0:
+            return -1
+        position += len(part)
+    return position
+
+
+def _literal_fullmatch(parts: LiteralPattern, text: str) -> bool:
+    head, tail = parts[0], parts[-1]
+    if len(parts) == 1:
+        return text == head
+    if not (text.startswith(head) and text.endswith(tail)):
+        return False
+    position = _follow(parts, 1, len(parts) - 1, text, len(head))
+    return position >= 0 and position + 1 <= len(text) - len(tail)
 
 
 def is_valid_pattern(pattern: str) -> str | None:

@@ -7,6 +7,7 @@ import re
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{[^{}\n]*\}")
 _TOKEN = re.compile(r"[a-z]{2,}")
 _ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+_METACHARACTER = re.compile(r"[.^$*+?()\[\]{}|]")
 _ESCAPE_TABLE = str.maketrans({char: "\\" + char for char in ".^$*+?()[]{}|\\"})
 
 _RUNTIME_PREFIXES = (
@@ -60,16 +61,25 @@ def safe_tokens(segments: list[str]) -> set[str]:
     A word touching a placeholder (`{}elements`) can merge with the value (`5elements` is fine, `xelements`
     is not), so it is left out.
     """
+    return segment_tokens(segments)[1]
+
+
+def segment_tokens(segments: list[str]) -> tuple[set[str], set[str]]:
+    """All tokens of the literal segments, and the safe ones among them (see `safe_tokens`)."""
+    every: set[str] = set()
     safe: set[str] = set()
     last = len(segments) - 1
     for index, segment in enumerate(segments):
         lowered = segment.lower()
-        for match in _TOKEN.finditer(lowered):
-            touches_left = index > 0 and match.start() == 0
-            touches_right = index < last and match.end() == len(lowered)
-            if not (touches_left or touches_right):
-                safe.add(match.group(0))
-    return safe
+        found = _TOKEN.findall(lowered)
+        if not found:
+            continue
+        every.update(found)
+        # A token touches an end exactly when the segment starts (ends) with it: tokens are maximal runs.
+        low = 1 if index > 0 and lowered.startswith(found[0]) else 0
+        high = len(found) - 1 if index < last and lowered.endswith(found[-1]) else len(found)
+        safe.update(found[low:high])
+    return every, safe
 
 
 def pattern_from_message(message: str) -> str:
@@ -81,6 +91,11 @@ def pattern_segments(pattern: str) -> list[str] | None:
     """Literal segments of a pattern made only of escaped literals and `(.+?)`; None for other regexes."""
     segments = []
     for part in pattern.split("(.+?)"):
+        if "\\" not in part:  # nothing escaped: literal only if no metacharacter is in it
+            if _METACHARACTER.search(part):
+                return None
+            segments.append(part)
+            continue
         literal = _ESCAPED.sub(r"\1", part)
         if escape_literal(literal) != part:
             return None
