@@ -53,6 +53,7 @@ SPECIFICITY_SCALE = 60
 LINE_WINDOW = 60
 COMMON_TOKEN_POSTINGS = 1_000
 FUZZY_CANDIDATES = 40
+FUZZY_RIVALS = 3  # text comparisons go on until the shown matches and this many more are sure
 # Text alone (no pattern) answers a typed query at this similarity (half word coverage, half text score), and
 # a pasted panic only at the second one and in the same file.
 TEXT_ANSWER_QUERY = 0.8
@@ -147,6 +148,7 @@ class Matcher:
         self._placeholders = array("H")
         self._words = array("H")
         self._paths: list[tuple[str, ...]] = []
+        self._lines = array("i")  # -1: no line number
         self._required: list[tuple[str, ...]] = []  # its rarest words: a message missing one cannot match
         self._anchors: dict[str, array[int]] = {}
         self._pair_anchors: dict[str, dict[str, array[int]]] = {}
@@ -177,6 +179,8 @@ class Matcher:
                 parts = self._paths[same_file[0]]  # one tuple per file
             same_file.append(index)
             self._paths.append(parts)
+            line = record.lineNumber
+            self._lines.append(line if line is not None and 0 <= line < 2**31 else -1)
             self._keys.append(literal_pattern(segments) if plain else (record.messagePattern or ""))
             self._specificity.append(min(specificity(segments), 0xFFFF))
             self._placeholders.append(min(len(segments) - 1, 0xFFFF))
@@ -206,7 +210,7 @@ class Matcher:
                 if ids is None:
                     seconds[order[ranks[1]]] = ids = []
                 ids.append(index)
-            self._required.append(tuple(order[r] for r in ranks[2:REQUIRED_WORDS]))
+            self._required.append(tuple([order[r] for r in ranks[2:REQUIRED_WORDS]]))
         self._anchors = {token: array("I", ids) for token, ids in anchors.items()}
         self._pair_anchors = {
             first: {second: array("I", ids) for second, ids in seconds.items()}
@@ -216,9 +220,9 @@ class Matcher:
         for parts, ids in by_path.items():
             if not parts:
                 continue
-            ids.sort(key=lambda i: (self._line(i), i))
+            ids.sort(key=self._lines.__getitem__)  # stable: same-line records stay in catalog order
             self._by_path[parts] = array("I", ids)
-            self._path_lines[parts] = array("i", [self._line(i) for i in ids])
+            self._path_lines[parts] = array("i", [self._lines[i] for i in ids])
             self._paths_by_basename.setdefault(parts[-1], []).append(parts)
         by_length: dict[int, list[str]] = defaultdict(list)
         for token in order:
@@ -230,11 +234,6 @@ class Matcher:
 
     def __len__(self) -> int:
         return len(self.records)
-
-    def _line(self, record_index: int) -> int:
-        """The record's line number, -1 when it has none."""
-        line = self.records[record_index].lineNumber
-        return line if line is not None and 0 <= line < 2**31 else -1
 
     def _literal(self, record_index: int) -> str:
         """Lower-case literal text, placeholders as spaces: what typed queries are compared with."""
@@ -265,8 +264,9 @@ class Matcher:
         self._pattern_evidence(variants, evidence)
         if variants and not any(_is_strong(e) for e in evidence.values()):
             # A typo or a typed query: only a weak pattern (a short word inside) or none met the text.
-            bounded = panic.location is None
-            self._fuzzy_evidence(variants, evidence, _kept(limit), bounded)
+            # Location points can lift any candidate, unless no record is in a file of that name.
+            bounded = panic.location is None or not self._knows_file_name(panic.location)
+            self._fuzzy_evidence(variants, evidence, max(limit, 1) + FUZZY_RIVALS, bounded)
         if panic.location is not None:
             self._location_evidence(panic.location, evidence)
         scored = sorted(evidence.items(), key=lambda item: (-item[1].score, item[0]))[: _kept(limit)]
@@ -285,7 +285,7 @@ class Matcher:
                 record=self.records[record_index],
                 score=round(found.score, 2),
                 confidence=confidence,
-                reasons=self._reasons(found, record_index, panic),
+                reasons=self._reasons(found, record_index, panic.location),
                 panic_index=panic_index,
                 known=known,
                 record_index=record_index,
@@ -293,7 +293,7 @@ class Matcher:
             for record_index, found, confidence, known in decided[:limit]
         )
 
-    def _reasons(self, found: _Evidence, record_index: int, panic: Panic) -> tuple[Reason, ...]:
+    def _reasons(self, found: _Evidence, record_index: int, location: Location | None) -> tuple[Reason, ...]:
         """Pattern first, then location, then text: what matched, strongest first. Written only for the
         matches returned."""
         reasons = []
@@ -301,8 +301,8 @@ class Matcher:
             detail = f"{found.hit.mode} match of messagePattern"
             span = (found.hit.start, found.hit.end)
             reasons.append(Reason("pattern", detail, span, found.hit_text[:300]))
-        if found.location_points > 0 and panic.location is not None:
-            reasons.append(self._location_reason(record_index, panic.location))
+        if found.location_points > 0 and location is not None:
+            reasons.append(self._location_reason(record_index, location))
         if found.fuzzy > 0:
             detail = f"similar text ({found.fuzzy:.2f}; words {found.coverage:.2f}, {found.text_score:.2f})"
             reasons.append(Reason("text", detail))
@@ -317,22 +317,16 @@ class Matcher:
         for word in words:
             candidates.update(self._anchors.get(word, ()))
             seconds = self._pair_anchors.get(word)
-            if not seconds:
-                continue
-            if len(seconds) <= len(words):
-                for second, ids in seconds.items():
-                    if second in words:
-                        candidates.update(ids)
-            else:
-                for second in words:
-                    candidates.update(seconds.get(second, ()))
+            if seconds:
+                for second in words.intersection(seconds):  # iterates the smaller of the two
+                    candidates.update(seconds[second])
         # Literal patterns compare with the message's whitespace runs folded; regexes see it as pasted.
         forms = list(dict.fromkeys((normalize_space(variant), variant) for variant in variants))
         for record_index in candidates:
             if self._specificity[record_index] < MIN_PATTERN_SPECIFICITY:
                 continue
             required = self._required[record_index]
-            if required and not all(word in words for word in required):
+            if not words.issuperset(required):
                 continue
             key = self._keys[record_index]
             for folded, pasted in forms:
@@ -380,6 +374,10 @@ class Matcher:
         for record_index, found in evidence.items():
             found.location_points = self._location_points(record_index, parts, exact, location.line)
 
+    def _knows_file_name(self, location: Location) -> bool:
+        parts = path_parts(location.path)
+        return bool(parts) and parts[-1] in self._paths_by_basename
+
     def _location_points(
         self, record_index: int, parts: tuple[str, ...], exact: bool, line: int | None
     ) -> float:
@@ -394,8 +392,8 @@ class Matcher:
                 return 0.0
             shared = common_suffix_length(parts, path)
             file_points = 8.0 + 2.0 * min(shared - 2, 3) if shared >= 2 else 3.0
-        record_line = self.records[record_index].lineNumber
-        if line is None or record_line is None:
+        record_line = self._lines[record_index]
+        if line is None or record_line < 0:
             return file_points
         return file_points + 10.0 * max(0.0, 1.0 - abs(line - record_line) / LINE_WINDOW)
 
@@ -408,8 +406,8 @@ class Matcher:
             detail = f"path ends alike ({shared} parts)"
         else:
             detail = "same file name"
-        record_line = self.records[record_index].lineNumber
-        if location.line is not None and record_line is not None:
+        record_line = self._lines[record_index]
+        if location.line is not None and record_line >= 0:
             detail += f", line {location.line} vs {record_line}"
         return Reason("location", detail)
 
@@ -441,9 +439,8 @@ class Matcher:
         # still be shown and be an answer or an answer's rival (enough of the query's words), and rapidfuzz
         # stops early on one that falls short. Not with a location, whose points may lift any candidate.
         kept: list[float] = []  # a min-heap of the best `keep` similarities
-        for position in _top_positions(sums, FUZZY_CANDIDATES):
-            record_index = int(ids[position])
-            coverage = min(1.0, float(sums[position]) / total)
+        for record_index, weight in _best_covered(ids, sums, FUZZY_CANDIDATES):
+            coverage = min(1.0, weight / total)
             found = evidence.get(record_index)
             needed = 0.0
             if bounded and found is None and len(kept) >= keep:
@@ -606,8 +603,11 @@ def _rival(
     return None
 
 
-def _top_positions(sums: npt.NDArray[np.float64], count: int) -> list[int]:
-    """Positions of the `count` largest values, largest first; ties go to the lower position."""
+def _best_covered(
+    ids: npt.NDArray[np.uint32], sums: npt.NDArray[np.float64], count: int
+) -> list[tuple[int, float]]:
+    """The `count` records with the largest sums, largest first, as (record, sum); ties go to the lower
+    record (`ids` is sorted)."""
     if len(sums) > count:
         threshold = np.partition(sums, len(sums) - count)[len(sums) - count]
         above = np.flatnonzero(sums > threshold)
@@ -615,8 +615,8 @@ def _top_positions(sums: npt.NDArray[np.float64], count: int) -> list[int]:
         chosen = np.concatenate((above, tied))
     else:
         chosen = np.arange(len(sums))
-    order = np.lexsort((chosen, -sums[chosen]))
-    return [int(position) for position in chosen[order]]
+    chosen = chosen[np.lexsort((chosen, -sums[chosen]))]
+    return list(zip(ids[chosen].tolist(), sums[chosen].tolist(), strict=True))
 
 
 def _explains_as_well(found: _Evidence, specific: int, rival: _Evidence, rival_specific: int) -> bool:

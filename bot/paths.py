@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _REGISTRY = re.compile(
     r"(?:^|/)registry/src/[^/]+/(?P<crate>[A-Za-z0-9_-]+?)-\d+\.\d+\.\d+[^/]*/(?P<rest>.+)$"
@@ -35,7 +36,9 @@ def canonical_path(raw: str) -> str:
     return path.removeprefix("./")
 
 
+@lru_cache(maxsize=8192)
 def path_parts(path: str) -> tuple[str, ...]:
+    """The components of a `/` path (a catalog's files repeat, and so do pasted ones)."""
     return tuple(part for part in path.split("/") if part and part != ".")
 
 

@@ -55,7 +55,9 @@ def tolerant_regex(segments: list[str]) -> str:
 
 def normalize_space(text: str) -> str:
     """Every run of whitespace as one space: the form a literal pattern is compared with."""
-    return _SPACE_RUN.sub(" ", text)
+    if "  " in text or "\n" in text or "\t" in text or "\r" in text or "\f" in text:
+        return _SPACE_RUN.sub(" ", text)
+    return text  # most text has single spaces only: a few scans beat a regex
 
 
 LiteralPattern = tuple[str, ...]

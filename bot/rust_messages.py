@@ -6,8 +6,6 @@ import re
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{[^{}\n]*\}")
 _TOKEN = re.compile(r"[a-z]{2,}")
-_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
-_METACHARACTER = re.compile(r"[.^$*+?()\[\]{}|]")
 _ESCAPE_TABLE = str.maketrans({char: "\\" + char for char in ".^$*+?()[]{}|\\"})
 
 _RUNTIME_PREFIXES = (
@@ -47,7 +45,7 @@ def literal_text(message: str, filler: str = " ") -> str:
 
 def specificity(segments: list[str]) -> int:
     """How much a message says by itself: its literal characters but spaces, placeholders not counted."""
-    return sum(len("".join(segment.split())) for segment in segments)
+    return len("".join("".join(segments).split()))
 
 
 def tokens(text: str) -> list[str]:
@@ -91,15 +89,16 @@ def pattern_segments(pattern: str) -> list[str] | None:
     """Literal segments of a pattern made only of escaped literals and `(.+?)`; None for other regexes."""
     segments = []
     for part in pattern.split("(.+?)"):
-        if "\\" not in part:  # nothing escaped: literal only if no metacharacter is in it
-            if _METACHARACTER.search(part):
+        # Escaped backslashes first: every other backslash must then escape the metacharacter after it,
+        # which holds exactly when removing them and escaping again gives the piece back.
+        pieces = part.split("\\\\") if "\\" in part else [part]
+        literal = []
+        for piece in pieces:
+            unescaped = piece.replace("\\", "")
+            if escape_literal(unescaped) != piece:
                 return None
-            segments.append(part)
-            continue
-        literal = _ESCAPED.sub(r"\1", part)
-        if escape_literal(literal) != part:
-            return None
-        segments.append(literal)
+            literal.append(unescaped)
+        segments.append("\\".join(literal))
     return segments
 
 

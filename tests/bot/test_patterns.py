@@ -1,4 +1,4 @@
-"""Pattern matching: the str.find matcher of plain patterns agrees with the RE2 program of the same pattern."""
+"""Pattern matching: the str.find matcher of plain patterns agrees with their RE2 program."""
 
 from __future__ import annotations
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.rust_messages import (
+    escape_literal,
     message_variants,
     pattern_from_message,
     pattern_segments,
     safe_tokens,
+    segment_tokens,
     specificity,
     split_format_string,
+    tokens,
 )
 
 
@@ -66,3 +71,51 @@ def test_message_variants_never_raise_and_keep_the_message(text: str) -> None:
         assert variants[0] == text.strip()
     else:
         assert variants == []
+
+
+# Reference versions: the plain definitions the fast ones must agree with.
+def reference_pattern_segments(pattern: str) -> list[str] | None:
+    segments = []
+    for part in pattern.split("(.+?)"):
+        literal = re.sub(r"\\(.)", r"\1", part, flags=re.DOTALL)
+        if escape_literal(literal) != part:
+            return None
+        segments.append(literal)
+    return segments
+
+
+def reference_safe_tokens(segments: list[str]) -> set[str]:
+    safe = set()
+    for index, segment in enumerate(segments):
+        lowered = segment.lower()
+        for match in re.finditer(r"[a-z]{2,}", lowered):
+            touches_left = index > 0 and match.start() == 0
+            touches_right = index < len(segments) - 1 and match.end() == len(lowered)
+            if not (touches_left or touches_right):
+                safe.add(match.group(0))
+    return safe
+
+
+_PATTERN_TEXT = st.text(alphabet="ab.\\()+?{}| \n", max_size=16)
+
+
+@given(_PATTERN_TEXT)
+def test_pattern_segments_agree_with_the_reference(pattern: str) -> None:
+    assert pattern_segments(pattern) == reference_pattern_segments(pattern)
+
+
+@given(st.text(max_size=40))
+def test_a_derived_pattern_gives_back_the_message_segments(message: str) -> None:
+    assert pattern_segments(pattern_from_message(message)) == split_format_string(message)
+
+
+@given(st.lists(st.text(alphabet="abAB 1_{}", max_size=8), min_size=1, max_size=4))
+def test_segment_tokens_agree_with_the_reference(segments: list[str]) -> None:
+    every, safe = segment_tokens(segments)
+    assert safe == reference_safe_tokens(segments) == safe_tokens(segments)
+    assert every == set(tokens(" ".join(segments)))
+
+
+@given(st.lists(st.text(max_size=8), min_size=1, max_size=4))
+def test_specificity_counts_every_character_but_whitespace(segments: list[str]) -> None:
+    assert specificity(segments) == sum(len("".join(segment.split())) for segment in segments)
