@@ -50,6 +50,7 @@ AUTO_REPLY_MIN_CONFIDENCE = 0.9
 # Below this confidence a match is listed as nearby, not given as the answer.
 KNOWN_MIN_CONFIDENCE = 0.5
 SPECIFICITY_SCALE = 60
+TEXT_POINTS = 55.0  # the score of a perfectly similar text
 LINE_WINDOW = 60
 COMMON_TOKEN_POSTINGS = 1_000
 FUZZY_CANDIDATES = 40
@@ -130,7 +131,7 @@ class _Evidence:
 
     @property
     def score(self) -> float:
-        return self.pattern_points + self.location_points + 55.0 * self.fuzzy
+        return self.pattern_points + self.location_points + TEXT_POINTS * self.fuzzy
 
 
 class Matcher:
@@ -262,10 +263,10 @@ class Matcher:
         variants = message_variants(panic.message[:MAX_QUERY_CHARS]) if panic.message else []
         evidence: dict[int, _Evidence] = {}
         self._pattern_evidence(variants, evidence)
-        if variants and not any(_is_strong(e) for e in evidence.values()):
+        # Location points can lift any candidate, unless no record is in a file of that name.
+        bounded = panic.location is None or not self._knows_file_name(panic.location)
+        if variants and not _decided_by_patterns(evidence, self._keys, bounded):
             # A typo or a typed query: only a weak pattern (a short word inside) or none met the text.
-            # Location points can lift any candidate, unless no record is in a file of that name.
-            bounded = panic.location is None or not self._knows_file_name(panic.location)
             self._fuzzy_evidence(variants, evidence, max(limit, 1) + FUZZY_RIVALS, bounded)
         if panic.location is not None:
             self._location_evidence(panic.location, evidence)
@@ -565,8 +566,20 @@ def _text_alone_is_enough(found: _Evidence, panic: Panic) -> bool:
     return found.fuzzy >= TEXT_ANSWER_PANIC and found.location_points >= 8.0
 
 
-def _is_strong(found: _Evidence) -> bool:
-    return found.hit is not None and found.hit.mode != "contained" and found.pattern_points >= 55.0
+def _decided_by_patterns(
+    evidence: dict[int, _Evidence], keys: list[LiteralPattern | str], bounded: bool
+) -> bool:
+    """Whether text similarity can be left out: a specific message matched in full; or, with no location
+    points to lift a candidate, one message alone matched, above what a similar text alone could reach or
+    rival (the text signal gives at most TEXT_POINTS, a rival is within a point). Between two matched
+    messages, similarity breaks the tie (`rfft: ...` inside `irfft: ...`)."""
+    hits = [(record_index, found) for record_index, found in evidence.items() if found.hit is not None]
+    for _, found in hits:
+        if found.hit is not None and found.hit.mode != "contained" and found.pattern_points >= 55.0:
+            return True
+    if not bounded or not hits or len({keys[record_index] for record_index, _ in hits}) > 1:
+        return False
+    return max(found.pattern_points for _, found in hits) > TEXT_POINTS + 1.0
 
 
 def _pattern_points(hit: PatternHit, specific: int, placeholders: int) -> float:
