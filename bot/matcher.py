@@ -158,6 +158,7 @@ class Matcher:
         self._by_path: dict[tuple[str, ...], array[int]] = {}  # each file's records, by line
         self._path_lines: dict[tuple[str, ...], array[int]] = {}
         self._paths_by_basename: dict[str, list[tuple[str, ...]]] = {}
+        self._paths_by_ending: dict[tuple[str, ...], list[tuple[str, ...]]] = {}  # by their last two parts
         self._near_pools: dict[int, list[str]] = {}  # by length: the words 2 letters shorter to longer
         self._near_cache: dict[str, list[tuple[str, float]]] = {}
         self._build()
@@ -225,6 +226,8 @@ class Matcher:
             self._by_path[parts] = array("I", ids)
             self._path_lines[parts] = array("i", [self._lines[i] for i in ids])
             self._paths_by_basename.setdefault(parts[-1], []).append(parts)
+            if len(parts) >= 2:
+                self._paths_by_ending.setdefault(parts[-2:], []).append(parts)
         by_length: dict[int, list[str]] = defaultdict(list)
         for token in order:
             by_length[len(token)].append(token)
@@ -359,11 +362,14 @@ class Matcher:
         if exact:
             files = [parts]
         else:
-            # Another checkout or version of the file: the paths that end most like the pasted one.
-            same_name = self._paths_by_basename.get(parts[-1], [])
-            shared = [common_suffix_length(parts, path) for path in same_name]
+            # Another checkout or version of the file: the paths that end most like the pasted one (a
+            # name like mod.rs has hundreds of paths, so those sharing the last two parts come first).
+            same_end = self._paths_by_ending.get(parts[-2:], [])
+            shared = [common_suffix_length(parts, path) for path in same_end]
             best = max(shared, default=0)
-            files = [path for path, count in zip(same_name, shared, strict=True) if count == best]
+            files = [path for path, count in zip(same_end, shared, strict=True) if count == best]
+            if not files:
+                files = self._paths_by_basename.get(parts[-1], [])
         for path in files[:NEIGHBOUR_FILES]:
             ids = self._by_path[path]
             if location.line is not None and len(ids) > 2 * NEIGHBOURS:

@@ -198,3 +198,36 @@ def test_a_huge_paste_is_cut_not_choked_on() -> None:
     result = matcher.lookup(paste)
     assert result.best is not None and result.best.record.id == "deform"
     assert len(result.panics[0].message) < MAX_TEXT_CHARS
+
+
+BIG_FILE = "crates/burn-big/src/ops/many.rs"
+BIG = Matcher(
+    [
+        record(f"site-{n}", f"Operation number {n} failed for quantity {{}}", BIG_FILE, 10 * n)
+        for n in range(1, 201)
+    ]
+    + [record("moved", "Backend lost the device handle", "crates/burn-old/src/backend/device.rs", 40)]
+)
+
+
+def test_an_unknown_panic_in_a_big_file_lists_the_sites_nearest_its_line() -> None:
+    result = BIG.lookup(header(BIG_FILE, 1004, "something no record says at all"))
+    assert result.status == "no_known_record"
+    lines = [m.record.lineNumber for m in result.matches]
+    assert lines == [1000, 1010, 990, 1020, 980]
+    assert all(not m.known and m.confidence <= 0.3 for m in result.matches)
+
+
+def test_a_match_far_from_the_pasted_line_still_gets_its_file() -> None:
+    result = BIG.lookup(header(BIG_FILE, 1995, "Operation number 3 failed for quantity 7"))
+    assert result.best is not None
+    assert result.best.record.id == "site-3"
+    assert [r.detail for r in result.best.reasons if r.signal == "location"] == ["same file, line 1995 vs 30"]
+
+
+def test_a_file_moved_to_another_crate_is_found_by_its_path_ending() -> None:
+    result = BIG.lookup(header("crates/burn-new/src/backend/device.rs", 44, "Backend lost the device handle"))
+    assert result.best is not None
+    assert result.best.record.id == "moved"
+    location = [r.detail for r in result.best.reasons if r.signal == "location"]
+    assert location == ["path ends alike (3 parts), line 44 vs 40"]
