@@ -51,6 +51,7 @@ AUTO_REPLY_MIN_CONFIDENCE = 0.9
 KNOWN_MIN_CONFIDENCE = 0.5
 SPECIFICITY_SCALE = 60
 TEXT_POINTS = 55.0  # the score of a perfectly similar text
+TEXT_POINTS_WITH_PATTERN = 10.0
 LINE_WINDOW = 60
 COMMON_TOKEN_POSTINGS = 1_000
 FUZZY_CANDIDATES = 40
@@ -131,7 +132,10 @@ class _Evidence:
 
     @property
     def score(self) -> float:
-        return self.pattern_points + self.location_points + TEXT_POINTS * self.fuzzy
+        # With a pattern matched, similar text only breaks ties: literal specificity says more about which
+        # of two matched messages the paste is (`outputs {:?}, targets` over `outputs {:?} targets`).
+        text_points = TEXT_POINTS_WITH_PATTERN if self.hit is not None else TEXT_POINTS
+        return self.pattern_points + self.location_points + text_points * self.fuzzy
 
 
 class Matcher:
