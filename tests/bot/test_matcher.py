@@ -231,3 +231,22 @@ def test_a_file_moved_to_another_crate_is_found_by_its_path_ending() -> None:
     assert result.best.record.id == "moved"
     location = [r.detail for r in result.best.reasons if r.signal == "location"]
     assert location == ["path ends alike (3 parts), line 44 vs 40"]
+
+
+def test_between_two_matched_messages_the_more_literal_one_wins() -> None:
+    comma = record("comma", "Shape mismatch: outputs {:?}, targets {:?}", "crates/burn-train/src/a.rs", 10)
+    bare = record("bare", "Shape mismatch: outputs {:?} targets {:?}", "crates/burn-train/src/b.rs", 10)
+    result = Matcher([bare, comma]).lookup('my model fails with "Shape mismatch: outputs None, targets Bool"')
+    assert result.best is not None
+    assert result.best.record.id == "comma"  # `(.+?)` could take "None," but the literal comma says more
+
+
+def test_a_message_inside_a_longer_one_loses_to_it() -> None:
+    tail = "n must be a power of two, got {n}. True non-power-of-two DFT support is tracked as a follow-up."
+    rfft = record("rfft", f"rfft: {tail}", "crates/burn-signal/src/fft.rs", 10)
+    irfft = record("irfft", f"irfft: {tail}", "crates/burn-signal/src/fft.rs", 90)
+    pasted = tail.replace("{n}", "12")
+    result = Matcher([rfft, irfft]).lookup(f"I get `irfft: {pasted}` when I start training, any idea?")
+    assert result.best is not None
+    assert result.best.record.id == "irfft"
+    assert not result.auto_reply
