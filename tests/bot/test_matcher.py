@@ -245,8 +245,15 @@ def test_a_message_inside_a_longer_one_loses_to_it() -> None:
     tail = "n must be a power of two, got {n}. True non-power-of-two DFT support is tracked as a follow-up."
     rfft = record("rfft", f"rfft: {tail}", "crates/burn-signal/src/fft.rs", 10)
     irfft = record("irfft", f"irfft: {tail}", "crates/burn-signal/src/fft.rs", 90)
+    # Other rfft messages make the shared tail's words the rarest: both records are candidates.
+    others = [
+        record(f"rfft-{n}", f"rfft: input {n} must be real", "crates/burn-signal/src/fft.rs", n)
+        for n in (1, 2)
+    ]
     pasted = tail.replace("{n}", "12")
-    result = Matcher([rfft, irfft]).lookup(f"I get `irfft: {pasted}` when I start training, any idea?")
+    matcher = Matcher([rfft, irfft, *others])
+    result = matcher.lookup(f"I get `irfft: {pasted}` when I start training, any idea?")
+    assert {m.record.id for m in result.matches if m.known} == {"rfft", "irfft"}
     assert result.best is not None
     assert result.best.record.id == "irfft"
     assert not result.auto_reply
