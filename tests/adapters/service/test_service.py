@@ -4,9 +4,11 @@ reload that never serves a broken file, JSON logs, graceful stop."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -231,3 +233,17 @@ def test_a_refused_reload_is_counted_once_and_not_retried_every_poll(tmp_path: P
     assert refused == [1]
     assert not live.changed_on_disk()  # the watcher waits for the next edit
     assert len(live.matcher) == 3
+
+
+def test_the_serving_catalog_is_frozen_out_of_the_collector_and_the_old_one_is_freed(tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog.jsonl"
+    catalog.write_text(SEEDS.read_text(encoding="utf-8"), encoding="utf-8")
+    try:
+        live = LiveLookup([str(catalog)])
+        assert gc.get_freeze_count() > 0
+        old = weakref.ref(live.current)
+        assert live.reload()
+        assert old() is None  # the previous catalog did not stay behind in the frozen generation
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
