@@ -112,6 +112,10 @@ def _scrub(text: str, password: str | None) -> str:
     return text[:_MAX_ERROR_TEXT]
 
 
+# What a user over the per-user limit is told, privately, on every platform.
+RATE_LIMITED_MESSAGE = "You have asked panicbot a lot in the last minute: try again in a moment."
+
+
 class RateLimit(Protocol):
     """At most `limit` requests per user per window; shared across replicas in a deployment."""
 

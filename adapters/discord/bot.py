@@ -26,6 +26,7 @@ from adapters.discord import render
 from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
 from adapters.discord.settings import DiscordSettings
 from adapters.observe import Observer, Observers
+from adapters.shared_state import RATE_LIMITED_MESSAGE, RateLimit
 from adapters.state import (
     Clock,
     Cooldown,
@@ -76,6 +77,9 @@ class DiscordState:
     attachment_max_bytes: int = ATTACHMENT_MAX_BYTES
     # Shared across processes (shards split over several) when the deployment passes a Redis-backed one.
     cooldown: CooldownGate | None = None
+    # Per user, on everything a user asks for (slash command, message command, mention, auto-reply to their
+    # pastes); None: no limit.
+    rate_limit: RateLimit | None = None
     # True from READY until a disconnect, again once resumed: what a readiness probe reports.
     connected: bool = field(default=False, init=False)
 
@@ -272,6 +276,14 @@ class PanicHandlers:
         self.state.observer.api_error(PLATFORM, _error_name(exc))
         log.warning(f"{what} failed: %s", *context, _refusal(exc))
 
+    def too_many(self, user_id: int) -> bool:
+        """True when this user has asked more than the per-user limit allows (one person cannot flood)."""
+        limiter = self.state.rate_limit
+        if limiter is None or limiter.allow(str(user_id)):
+            return False
+        log.info("user %s is over the per-user limit: not answered", user_id)
+        return True
+
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
         started = time.perf_counter()
         result = self.service.lookup(text, limit=limit)
@@ -363,7 +375,7 @@ class PanicHandlers:
         text = await self.paste_text(message)
         result = self.lookup(text)
         card = self.service.card(result) if result.auto_reply else None
-        if card is None:
+        if card is None or self.too_many(message.author.id):
             return
         place = str(message.channel.id)
         if not self.state.gate.allow(place, card.record_id):
@@ -384,7 +396,10 @@ class PanicHandlers:
         self.state.reply_sources.put(posted.reply_id, source_id)
 
     async def on_mention(self, message: discord.Message) -> None:
-        """The card for the paste in the mention, else for the message it replies to."""
+        """The card for the paste in the mention, else for the message it replies to. Over the per-user
+        limit, nothing: a public "slow down" would be one more message in the channel."""
+        if self.too_many(message.author.id):
+            return
         text = await self.paste_text(message)
         reference = message.reference
         if reference is not None and reference.message_id is not None:
@@ -477,6 +492,9 @@ class PanicHandlers:
 
     async def on_slash(self, interaction: discord.Interaction[Any], query: str, public: bool = False) -> None:
         """Private unless asked otherwise: a paste may hold more than the asker wants to show."""
+        if self.too_many(interaction.user.id):
+            await self.respond(interaction, render.error_message(RATE_LIMITED_MESSAGE), ephemeral=True)
+            return
         message = self.answer(query, ephemeral=not public, asker_id=interaction.user.id)
         await self.respond(interaction, message, ephemeral=not public)
 
@@ -488,6 +506,9 @@ class PanicHandlers:
 
     async def on_explain(self, interaction: discord.Interaction[Any], target: discord.Message) -> None:
         """The message command: its target arrives with its content even without the content intent."""
+        if self.too_many(interaction.user.id):
+            await self.respond(interaction, render.error_message(RATE_LIMITED_MESSAGE), ephemeral=True)
+            return
         if any(is_text_attachment(a) for a in target.attachments):
             # Downloading may take longer than the 3 s Discord waits for an answer.
             await self._defer(interaction, ephemeral=True)

@@ -234,6 +234,7 @@ class Service:
             feedback=self.store,
             observer=self.observer,
             cooldown=shared.get("cooldown"),
+            rate_limit=shared.get("rate_limit"),
         )
         task = asyncio.create_task(run_discord(settings, self.live, state))  # type: ignore[arg-type]
 

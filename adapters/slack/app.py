@@ -24,7 +24,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.observe import Observer, Observers
-from adapters.shared_state import RateLimit
+from adapters.shared_state import RATE_LIMITED_MESSAGE, RateLimit
 from adapters.slack import render
 from adapters.slack.settings import SlackSettings
 from adapters.slack.state import PostedReply
@@ -46,7 +46,6 @@ log = logging.getLogger("panicbot.slack")
 COMMAND = "/panic"
 SHORTCUT_CALLBACK_ID = "explain_panic"
 PLATFORM = "slack"
-RATE_LIMITED = "You have asked panicbot a lot in the last minute: try again in a moment."
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 # Messages that are someone's words; joins, topic changes, bot posts and the like are not.
 _AUTO_REPLY_SUBTYPES = {None, "thread_broadcast", "file_share"}
@@ -240,7 +239,8 @@ class _Handlers:
     async def on_command(self, ack: Any, command: dict[str, Any], respond: Any) -> None:
         await ack()
         if self.too_many(command.get("user_id", "")):
-            await self._respond(respond, render.error_message(RATE_LIMITED), response_type="ephemeral")
+            refusal = render.error_message(RATE_LIMITED_MESSAGE)
+            await self._respond(respond, refusal, response_type="ephemeral")
             return
         message, _ = self.answer(command.get("text") or "", ephemeral=True)
         await self._respond(respond, message, response_type="ephemeral")
@@ -248,7 +248,8 @@ class _Handlers:
     async def on_shortcut(self, ack: Any, shortcut: dict[str, Any], respond: Any) -> None:
         await ack()
         if self.too_many((shortcut.get("user") or {}).get("id", "")):
-            await self._respond(respond, render.error_message(RATE_LIMITED), response_type="ephemeral")
+            refusal = render.error_message(RATE_LIMITED_MESSAGE)
+            await self._respond(respond, refusal, response_type="ephemeral")
             return
         text = (shortcut.get("message") or {}).get("text") or ""
         if not text.strip():
@@ -264,7 +265,7 @@ class _Handlers:
         if self.too_many(user):
             try:
                 await client.chat_postEphemeral(
-                    channel=channel, user=user, text=RATE_LIMITED, thread_ts=thread_ts
+                    channel=channel, user=user, text=RATE_LIMITED_MESSAGE, thread_ts=thread_ts
                 )
             except SlackApiError as exc:
                 log.warning("chat.postEphemeral failed in %s: %s", channel, exc.response.get("error"))

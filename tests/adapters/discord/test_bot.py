@@ -527,6 +527,51 @@ def test_slash_command_without_a_known_panic_is_not_a_card(
     run(scenario())
 
 
+class RefuseUser:
+    """A per-user limit that one user is over."""
+
+    def __init__(self, user_id: int) -> None:
+        self.user_id = str(user_id)
+        self.asked: list[str] = []
+
+    def allow(self, user_id: str) -> bool:
+        if user_id == self.user_id:
+            self.asked.append(user_id)
+        return user_id != self.user_id
+
+
+def test_one_user_asking_too_often_is_told_to_wait(discord_env: pytest.MonkeyPatch) -> None:
+    from adapters.shared_state import RateLimiter
+
+    async def scenario() -> None:
+        async with running(discord_env) as h:
+            limiter = RateLimiter(2, 60.0, clock=h.clock)
+            h.state.rate_limit = limiter
+            for _ in range(2):
+                _, callback = await slash_card(h)
+                assert title_of(callback_data(callback)) == AVG_POOL_TITLE
+            _, callback = await slash_card(h)
+            refused = callback_data(callback)
+            assert refused["flags"] == 64  # told privately
+            assert "try again in a moment" in refused["content"]
+            assert embeds_of(refused) == []
+            h.clock.now += 61  # the window has passed
+            _, callback = await slash_card(h)
+            assert title_of(callback_data(callback)) == AVG_POOL_TITLE
+
+            # Over the limit, a mention and a paste in a help channel get nothing in public (settle()'s
+            # sentinel mention comes from USER_ID, who is not over it).
+            h.state.rate_limit = RefuseUser(OTHER_USER_ID)
+            mention = f"<@{BOT_ID}> what is this?\n{AVG_POOL_PASTE}"
+            await h.fake.post(GENERAL_CHANNEL_ID, mention, author=OTHER_USER_ID)
+            await h.fake.post(HELP_CHANNEL_ID, DEFORM_PASTE, author=OTHER_USER_ID)
+            await h.settle()
+            assert h.answers() == []
+            assert h.state.rate_limit.asked == [str(OTHER_USER_ID)] * 2
+
+    run(scenario())
+
+
 def test_autocomplete_offers_record_messages_and_tags(discord_env: pytest.MonkeyPatch) -> None:
     async def scenario() -> None:
         async with running(discord_env) as h:
