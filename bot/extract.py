@@ -8,7 +8,10 @@ from dataclasses import dataclass, field
 from bot.chat_text import normalize_chat_text
 from bot.paths import canonical_path
 
-MAX_MESSAGE_LINES = 80
+# A pretty-printed Debug value (`{:#?}` of a Shape, a config) runs to a line per field or element.
+MAX_MESSAGE_LINES = 400
+# The old `panicked at 'message', path` form is searched for its closing quote this far ahead.
+OLD_STYLE_MESSAGE_LINES = 80
 MAX_PANICS = 20
 MAX_FRAMES = 200
 
@@ -134,7 +137,7 @@ def _old_style_panic(text: str, lines: list[str], index: int) -> tuple[Panic, in
     start = _HEADER_OLD_START.search(line)
     if not start:
         return None
-    rest = "\n".join([line[start.end() :], *lines[index + 1 : index + MAX_MESSAGE_LINES]])
+    rest = "\n".join([line[start.end() :], *lines[index + 1 : index + OLD_STYLE_MESSAGE_LINES]])
     end = _HEADER_OLD_END.search(rest)
     if not end:
         return None

@@ -49,12 +49,16 @@ AUTO_REPLY_MIN_SPECIFICITY_NO_HEADER = 25
 AUTO_REPLY_MIN_CONFIDENCE = 0.9
 # Below this confidence a match is listed as nearby, not given as the answer.
 KNOWN_MIN_CONFIDENCE = 0.5
+# A contained match of a pattern with fewer literal characters, over less than half of a pasted panic
+# message, in another file, is a shared phrase: listed as nearby, not the answer.
+SMALL_PART_SPECIFICITY = 25
 SPECIFICITY_SCALE = 60
 TEXT_POINTS = 55.0  # the score of a perfectly similar text
 TEXT_POINTS_WITH_PATTERN = 10.0
 LINE_WINDOW = 60
 COMMON_TOKEN_POSTINGS = 1_000
 FUZZY_CANDIDATES = 40
+FUZZY_QUERY_CHARS = 1_000  # similar text is judged on the start of a long paste (messages are shorter)
 FUZZY_RIVALS = 3  # text comparisons go on until the shown matches and this many more are sure
 # Text alone (no pattern) answers a typed query at this similarity (half word coverage, half text score), and
 # a pasted panic only at the second one and in the same file.
@@ -62,7 +66,7 @@ TEXT_ANSWER_QUERY = 0.8
 TEXT_ANSWER_PANIC = 0.9
 # A rival of such an answer, within a point of its score, needs a similarity of about 0.78: this coverage.
 RIVAL_MIN_COVERAGE = 0.5
-MAX_QUERY_CHARS = 4_000
+MAX_QUERY_CHARS = 16_000  # a message with a long Debug value in it still matches its pattern
 MAX_RESULTS = 5
 REQUIRED_WORDS = 5  # the two anchor words and the next three rarest words of a pattern
 # A pasted location adds the pasted file's records nearest the line as candidates: this many on each side,
@@ -124,6 +128,7 @@ class LookupResult:
 class _Evidence:
     hit: PatternHit | None = None
     hit_text: str = ""
+    message_length: int = 0  # of the message form the hit is in
     pattern_points: float = 0.0
     location_points: float = 0.0
     fuzzy: float = 0.0
@@ -353,6 +358,7 @@ class Matcher:
                 if points > found.pattern_points:
                     found.hit, found.pattern_points = hit, points
                     found.hit_text = text[hit.start : hit.end]
+                    found.message_length = len(text)
                 if hit.mode == "full":
                     break
 
@@ -427,7 +433,7 @@ class Matcher:
     ) -> None:
         """Typed queries and typos: IDF-weighted words (typos corrected against the index's vocabulary),
         then rapidfuzz similarity of the literal text on the best few."""
-        query = max(variants, key=len).lower()
+        query = max(variants, key=len).lower()[:FUZZY_QUERY_CHARS]
         weighted, total = self._query_words(query)
         if not weighted:
             return
@@ -542,6 +548,10 @@ class Matcher:
                 found, specific, rival[0], self._specificity[rival[1]]
             ):
                 confidence -= 0.15  # another message explains the paste as well
+            same_file = found.location_points >= 8.0
+            if panic.kind == "header" and _a_small_part(found, specific, same_file):
+                # `float tensor` inside a long panic message of the user's own: a phrase, not the message.
+                confidence = min(confidence, KNOWN_MIN_CONFIDENCE - 0.05)
             return max(0.0, min(0.995, confidence))
         if found.fuzzy > 0.0:
             return max(0.0, min(0.85, (found.fuzzy - 0.35) * 1.3))
@@ -561,6 +571,14 @@ class Matcher:
         if self._specificity[top.record_index] < needed or words < 2:
             return False
         return not (panic.kind != "header" and "contained" in pattern_reason.detail and words < 4)
+
+
+def _a_small_part(found: _Evidence, specific: int, same_file: bool) -> bool:
+    """A short pattern met inside a panic message it covers less than half of, away from its file."""
+    if found.hit is None or found.hit.mode != "contained" or same_file:
+        return False
+    covered = found.hit.end - found.hit.start
+    return specific < SMALL_PART_SPECIFICITY and 2 * covered < found.message_length
 
 
 def _kept(limit: int) -> int:

@@ -257,3 +257,29 @@ def test_a_message_inside_a_longer_one_loses_to_it() -> None:
     assert result.best is not None
     assert result.best.record.id == "irfft"
     assert not result.auto_reply
+
+
+def test_a_message_holding_a_long_pretty_debug_value_is_still_matched() -> None:
+    message = "Invalid broadcast shapes: Next grad shape {:?}, Previous grad shape {:?}. {}"
+    path = "crates/burn-autodiff/src/ops/base.rs"
+    matcher = Matcher([record("broadcast", message, path, 317)])
+    dims = "".join(f"        {i},\n" for i in range(300))
+    value = "Shape {\n    dims: [\n" + dims + "    ],\n}"
+    pasted = (
+        f"Invalid broadcast shapes: Next grad shape {value}, Previous grad shape Shape {{ dims: [2] }}. x"
+    )
+    result = matcher.lookup(header(path, 317, pasted))
+    assert result.best is not None
+    assert result.best.record.id == "broadcast"
+    assert result.auto_reply
+
+
+def test_a_short_phrase_inside_someone_elses_panic_is_not_its_record() -> None:
+    phrase = Matcher([record("phrase", "float tensor", "crates/burn-x/src/kind.rs", 12)])
+    own = "my loader expected a float tensor for the labels but the dataset gave integers, check the csv"
+    result = phrase.lookup(header("src/main.rs", 40, own))
+    assert result.status == "no_known_record"
+    assert result.matches[0].record.id == "phrase" and result.matches[0].confidence < 0.5
+    # The same words raised in the record's own file are its message (a value around it, perhaps).
+    assert phrase.lookup(header("crates/burn-x/src/kind.rs", 12, "float tensor")).best is not None
+    assert phrase.lookup(header("crates/burn-x/src/kind.rs", 12, own)).best is not None
