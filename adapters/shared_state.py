@@ -15,11 +15,12 @@ timeout per pause while Redis is down (microseconds per call while it is up, on 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import redis
@@ -34,12 +35,14 @@ from adapters.state import (
     CooldownGate,
     EventDeduper,
     ExpiringMap,
+    KeyedMemory,
     SeenEvents,
 )
 
 log = logging.getLogger("panicbot.shared_state")
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 # Redis on the same network answers in well under a millisecond; half a second means it is not answering.
 REDIS_TIMEOUT_SECONDS = 0.5
@@ -330,3 +333,64 @@ class RedisRateLimiter(_RedisWithFallback):
         if count is None:
             return self.fallback.allow(user_id)
         return count <= self.limit
+
+
+class RedisKeyedMemory(_RedisWithFallback, Generic[V]):
+    """`KeyedMemory` across replicas: `<prefix>:<kind>:<key parts>` holds the value as JSON for `ttl`
+    seconds. What one replica posted, another can follow: Slack may deliver the edit or deletion of a paste
+    to any replica. `pop` is atomic (GETDEL): one replica acts on it.
+
+    Every write also goes to the in-process fallback, which answers when Redis fails or does not have the
+    key (written during an outage, or lost in a Redis restart).
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        kind: str,
+        ttl_seconds: float,
+        encode: Callable[[V], dict[str, Any]],
+        decode: Callable[[dict[str, Any]], V],
+        *,
+        fallback: KeyedMemory[tuple[str, ...], V] | None = None,
+        clock: Clock = time.monotonic,
+        retry_after: float = RETRY_REDIS_AFTER_SECONDS,
+        log_every: float = LOG_EVERY_SECONDS,
+    ) -> None:
+        super().__init__(client, prefix, kind, clock=clock, retry_after=retry_after, log_every=log_every)
+        self.kind = kind
+        self.ttl_seconds = max(1, round(ttl_seconds))
+        self._encode, self._decode = encode, decode
+        self.fallback: KeyedMemory[tuple[str, ...], V] = (
+            fallback if fallback is not None else ExpiringMap(ttl_seconds, 50_000, clock)
+        )
+
+    def _value(self, raw: object) -> V | None:
+        if not isinstance(raw, bytes | str):
+            return None
+        try:
+            data = json.loads(raw)
+            return self._decode(data) if isinstance(data, dict) else None
+        except (ValueError, TypeError) as exc:  # written by another version, or by hand
+            log.warning("unreadable %s in Redis, ignored: %s", self.kind, _scrub(str(exc), None))
+            return None
+
+    def get(self, key: tuple[str, ...]) -> V | None:
+        name = self._key(self.kind, *key)
+        found = self._redis(lambda: (self.client.get(name),))
+        value = self._value(found[0]) if found is not None else None
+        return value if value is not None else self.fallback.get(key)
+
+    def put(self, key: tuple[str, ...], value: V) -> None:
+        name = self._key(self.kind, *key)
+        data = json.dumps(self._encode(value), separators=(",", ":"))
+        self._redis(lambda: self.client.set(name, data, ex=self.ttl_seconds))
+        self.fallback.put(key, value)
+
+    def pop(self, key: tuple[str, ...]) -> V | None:
+        name = self._key(self.kind, *key)
+        found = self._redis(lambda: (self.client.getdel(name),))
+        local = self.fallback.pop(key)
+        value = self._value(found[0]) if found is not None else None
+        return value if value is not None else local

@@ -14,6 +14,7 @@ from typing import Generic, Protocol, TypeVar
 Clock = Callable[[], float]
 K = TypeVar("K")
 V = TypeVar("V")
+KeyT_contra = TypeVar("KeyT_contra", contravariant=True)
 
 # Slack re-delivers an event up to 3 times over about 5 minutes.
 EVENT_TTL_SECONDS = 15 * 60
@@ -51,6 +52,16 @@ class ExpiringMap(Generic[K, V]):
     def __len__(self) -> int:
         self._expire()
         return len(self._items)
+
+
+class KeyedMemory(Protocol[KeyT_contra, V]):
+    """What a handler remembers by key for a while (`ExpiringMap`, or one shared by replicas in Redis)."""
+
+    def get(self, key: KeyT_contra) -> V | None: ...
+
+    def put(self, key: KeyT_contra, value: V) -> None: ...
+
+    def pop(self, key: KeyT_contra) -> V | None: ...
 
 
 class EventDeduper(Protocol):

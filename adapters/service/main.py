@@ -252,8 +252,14 @@ class Service:
         self.status.checks["discord"] = lambda: state.connected
         self._tasks.append(task)
 
-    def _shared_state(self, prefix: str, cooldown_seconds: float) -> dict[str, Any]:
-        """Redis-backed dedupe and cooldowns when REDIS_URL is set (several replicas), else nothing."""
+    def _shared_state(
+        self,
+        prefix: str,
+        cooldown_seconds: float,
+        more: Callable[[Any, str], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Redis-backed dedupe and cooldowns when REDIS_URL is set (several replicas), else nothing;
+        `more(client, prefix)` adds an adapter's own shared parts."""
         if self.settings.redis_url is None:
             limit = self.settings.panicbot_user_rate_limit
             return {"rate_limit": RateLimiter(limit, USER_RATE_WINDOW_SECONDS)} if limit else {}
@@ -279,6 +285,8 @@ class Service:
         limit = self.settings.panicbot_user_rate_limit
         if limit:
             shared["rate_limit"] = RedisRateLimiter(client, prefix, limit, USER_RATE_WINDOW_SECONDS)
+        if more is not None:
+            shared.update(more(client, prefix))
         self._redis_parts.extend(shared.values())
         parts = self._redis_parts
         self.metrics.shared_state_failures.set_function(lambda: float(sum(p.failures for p in parts)))
@@ -288,11 +296,12 @@ class Service:
         # Imported here: only a process that serves Slack loads the Slack SDKs.
         from adapters.slack.app import SlackState, build_slack_app  # noqa: PLC0415
         from adapters.slack.server import add_slack_routes  # noqa: PLC0415
+        from adapters.slack.state import shared_slack_replies  # noqa: PLC0415
 
         settings = self.slack_settings
         assert settings is not None
         cooldown = settings.slack_auto_reply_cooldown_seconds
-        shared = self._shared_state("panicbot:slack", cooldown)
+        shared = self._shared_state("panicbot:slack", cooldown, more=shared_slack_replies)
         state = SlackState(cooldown_seconds=cooldown, observer=self.observer, feedback=self.store, **shared)
         self.slack_state = state
         app = build_slack_app(settings, self.live, state)  # type: ignore[arg-type]  # LiveLookup stands in

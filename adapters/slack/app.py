@@ -27,7 +27,7 @@ from adapters.observe import Observer, Observers
 from adapters.shared_state import RATE_LIMITED_MESSAGE, RateLimit
 from adapters.slack import render
 from adapters.slack.settings import SlackSettings
-from adapters.slack.state import PostedReply
+from adapters.slack.state import REPLY_TTL_SECONDS, PostedReply
 from adapters.state import (
     Clock,
     Cooldown,
@@ -36,6 +36,7 @@ from adapters.state import (
     ExpiringMap,
     FeedbackStore,
     InMemoryFeedbackStore,
+    KeyedMemory,
     SeenEvents,
 )
 from bot.matcher import LookupResult, Match
@@ -63,16 +64,24 @@ class SlackState:
     cooldown: CooldownGate | None = None
     observer: Observer = field(default_factory=Observers)
     rate_limit: RateLimit | None = None  # per user, on /panic, mentions and the shortcut; None: no limit
+    # Auto-replies by (channel, paste ts), to follow the paste's edits and deletion; shared by replicas in
+    # Redis when given (Slack may deliver the edit to another replica than the paste).
+    posted_replies: KeyedMemory[tuple[str, ...], PostedReply] | None = None
 
     def __post_init__(self) -> None:
         if self.seen is None:
             self.seen = SeenEvents(self.clock)
         if self.cooldown is None:
             self.cooldown = Cooldown(self.cooldown_seconds, self.clock)
-        self.replies: ExpiringMap[tuple[str, str], PostedReply] = ExpiringMap(
-            7 * 24 * 3600, 50_000, self.clock
-        )
+        if self.posted_replies is None:
+            self.posted_replies = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
         self.pending: set[asyncio.Task[None]] = set()
+
+    @property
+    def replies(self) -> KeyedMemory[tuple[str, ...], PostedReply]:
+        """The auto-replies, given or in-process (never None after construction)."""
+        assert self.posted_replies is not None
+        return self.posted_replies
 
     @property
     def dedupe(self) -> EventDeduper:

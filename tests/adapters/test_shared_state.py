@@ -33,6 +33,7 @@ from adapters.shared_state import (
     RateLimiter,
     RedisCooldown,
     RedisEventDeduper,
+    RedisKeyedMemory,
     RedisRateLimiter,
     redacted_url,
     redis_from_url,
@@ -41,6 +42,7 @@ from adapters.shared_state import (
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.server import build_web_application
 from adapters.slack.settings import SlackSettings
+from adapters.slack.state import PostedReply, shared_slack_replies
 from bot.records import default_catalog
 from bot.service import PanicLookup
 from tests.adapters.slack.fake_slack import BOT_USER_ID, HOST, TEAM_ID, FakeSlack
@@ -212,6 +214,49 @@ def test_rate_limiter_heals_a_key_without_expiry(redis_client: redis.Redis, pref
     redis_client.set(f"{prefix}:rate:{USER}", 7)  # left without TTL by hand: must not block forever
     RedisRateLimiter(redis_client, prefix, 3, 60).allow(USER)
     assert 0 < redis_client.pttl(f"{prefix}:rate:{USER}") <= 60_000
+
+
+def reply_memory(client: redis.Redis, prefix: str, clock: Any = time.monotonic) -> Any:
+    return RedisKeyedMemory(
+        client, prefix, "reply", 3600, PostedReply.to_json, PostedReply.from_json, clock=clock
+    )
+
+
+def test_keyed_memory_is_shared_and_popped_once(redis_client: redis.Redis, prefix: str) -> None:
+    replica_a, replica_b = reply_memory(redis_client, prefix), reply_memory(redis_client, prefix)
+    posted = PostedReply("C1", "1710000000.000200", "avg-pool", "digest")
+    replica_a.put(("C1", "1710000000.000100"), posted)
+    assert replica_b.get(("C1", "1710000000.000100")) == posted
+    assert replica_b.pop(("C1", "1710000000.000100")) == posted
+    assert redis_client.get(f"{prefix}:reply:C1:1710000000.000100") is None
+    assert replica_b.get(("C1", "1710000000.000100")) is None
+    replica_a.put(("C1", "1"), posted)
+    assert 3500 < redis_client.ttl(f"{prefix}:reply:C1:1") <= 3600
+
+
+def test_keyed_memory_ignores_what_it_cannot_read(
+    redis_client: redis.Redis, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = reply_memory(redis_client, prefix)
+    for raw in (
+        "not json",
+        json.dumps({"channel": "C1"}),
+        json.dumps([1, 2]),
+        json.dumps({"channel": 1, "ts": 2, "record_id": 3}),
+    ):
+        redis_client.set(f"{prefix}:reply:C1:9", raw)
+        assert memory.get(("C1", "9")) is None
+    assert any("unreadable reply" in r.getMessage() for r in caplog.records)
+
+
+def test_keyed_memory_answers_from_its_own_copy_when_redis_is_down(dead_client: redis.Redis) -> None:
+    memory = reply_memory(dead_client, "p")
+    posted = PostedReply("C1", "2", "avg-pool")
+    memory.put(("C1", "1"), posted)
+    assert memory.get(("C1", "1")) == posted
+    assert memory.pop(("C1", "1")) == posted
+    assert memory.get(("C1", "1")) is None
+    assert memory.failures >= 1
 
 
 def test_in_process_rate_limiter() -> None:
@@ -461,7 +506,11 @@ def replica_states(mode: str, request: pytest.FixtureRequest) -> list[SlackState
         client = redis_from_url(REDIS_URL)  # one client per replica, as separate processes have
         request.addfinalizer(client.close)
         states.append(
-            SlackState(seen=RedisEventDeduper(client, prefix), cooldown=RedisCooldown(client, prefix, 600))
+            SlackState(
+                seen=RedisEventDeduper(client, prefix),
+                cooldown=RedisCooldown(client, prefix, 600),
+                **shared_slack_replies(client, prefix),
+            )
         )
     return states
 
@@ -517,6 +566,69 @@ def test_same_panic_on_two_replicas_respects_one_cooldown(
             posts = c.fake.posts()
             assert len(posts) == replies
             assert posts[0].body["thread_ts"] == first["ts"]
+
+    run(scenario)
+
+
+def edited(original: dict[str, Any], text: str) -> dict[str, Any]:
+    ts = f"1710000001.{next(_ids):06d}"
+    message = {k: v for k, v in original.items() if k not in {"channel", "event_ts", "channel_type"}}
+    return {
+        "type": "message",
+        "subtype": "message_changed",
+        "hidden": True,
+        "message": {**message, "text": text, "edited": {"user": USER, "ts": ts}},
+        "channel": original["channel"],
+        "previous_message": message,
+        "event_ts": ts,
+        "ts": ts,
+        "channel_type": "channel",
+    }
+
+
+def deleted(original: dict[str, Any]) -> dict[str, Any]:
+    ts = f"1710000002.{next(_ids):06d}"
+    return {
+        "type": "message",
+        "subtype": "message_deleted",
+        "hidden": True,
+        "deleted_ts": original["ts"],
+        "channel": original["channel"],
+        "event_ts": ts,
+        "ts": ts,
+        "channel_type": "channel",
+    }
+
+
+DEFORM_PASTE = AVG_POOL_PASTE.replace("1498", "915").replace("avg pool", "deform conv")
+
+
+@pytest.mark.usefixtures("clean_env")
+@pytest.mark.parametrize(("mode", "followed"), [("redis", True), ("in-process", False)])
+def test_edit_and_deletion_on_another_replica_follow_the_card(
+    mode: str, followed: bool, request: pytest.FixtureRequest
+) -> None:
+    states = replica_states(mode, request)
+
+    async def scenario() -> None:
+        async with cluster(states) as c:
+            replica_a, replica_b = c.replicas
+            paste = message_event(AVG_POOL_PASTE)
+            await c.deliver(replica_a, paste, f"Ev{next(_ids):08d}")
+            [post] = await c.fake.wait_for_calls("chat.postMessage")
+            # The author fixes the paste to another panic; Slack delivers the edit to B.
+            await c.deliver(replica_b, edited(paste, DEFORM_PASTE), f"Ev{next(_ids):08d}")
+            await c.settle(replica_b)
+            updates = c.fake.calls_to("chat.update")
+            assert len(updates) == int(followed)
+            if followed:
+                assert updates[0].body["ts"] == post.response["ts"]
+                assert "deform" in json.dumps(updates[0].body["blocks"]).lower()
+            # Then deletes it; the deletion reaches A, which did not see the edit.
+            await c.deliver(replica_a, deleted(paste), f"Ev{next(_ids):08d}")
+            await c.settle(replica_a)
+            deletions = c.fake.calls_to("chat.delete")
+            assert [d.body["ts"] for d in deletions] == [post.response["ts"]]
 
     run(scenario)
 

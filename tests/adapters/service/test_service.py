@@ -178,6 +178,11 @@ def test_redis_url_gives_shared_dedupe_and_cooldowns(clean_env: pytest.MonkeyPat
     assert isinstance(shared["seen"], RedisEventDeduper)
     assert isinstance(shared["cooldown"], RedisCooldown)
     assert isinstance(shared["rate_limit"], RedisRateLimiter)
+    from adapters.shared_state import RedisKeyedMemory
+    from adapters.slack.state import shared_slack_replies
+
+    slack = service._shared_state("panicbot:test", 60, more=shared_slack_replies)
+    assert isinstance(slack["posted_replies"], RedisKeyedMemory)  # edits on any replica follow the card
     alone = Service(settings(), [])._shared_state("panicbot:test", 60)
     assert set(alone) == {"rate_limit"} and isinstance(alone["rate_limit"], RateLimiter)
     assert Service(settings(panicbot_user_rate_limit=0), [])._shared_state("panicbot:test", 60) == {}
