@@ -82,6 +82,8 @@ class DiscordState:
     rate_limit: RateLimit | None = None
     # True from READY until a disconnect, again once resumed: what a readiness probe reports.
     connected: bool = field(default=False, init=False)
+    # Handlers running now (discord.py runs each event in a task): a graceful stop lets them finish.
+    pending: set[asyncio.Task[Any]] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         if self.cooldown is None:
@@ -95,6 +97,26 @@ class DiscordState:
         """The cooldown, given or in-process (never None after construction)."""
         assert self.cooldown is not None
         return self.cooldown
+
+    def track(self) -> None:
+        """Count the running handler as in flight until it ends."""
+        task = asyncio.current_task()
+        if task is not None and task not in self.pending:
+            self.pending.add(task)
+            task.add_done_callback(self.pending.discard)
+
+    async def drain(self, timeout: float) -> None:
+        """Let the handlers in flight finish (those that start meanwhile too), for at most `timeout` s."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            running = {task for task in self.pending if task is not asyncio.current_task()}
+            remaining = deadline - loop.time()
+            if not running or remaining <= 0:
+                if running:
+                    log.warning("stopping with %d Discord handler(s) still running", len(running))
+                return
+            await asyncio.wait(running, timeout=remaining)
 
 
 def panic_intents(settings: DiscordSettings) -> discord.Intents:
@@ -363,6 +385,7 @@ class PanicHandlers:
     # -- messages -----------------------------------------------------------------------------------------
 
     async def on_message(self, message: discord.Message) -> None:
+        self.state.track()
         if message.author.bot or message.webhook_id is not None or message.type not in _PASTE_TYPES:
             return
         if self.mentions_me(message):
@@ -434,6 +457,7 @@ class PanicHandlers:
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         """An edited paste: the reply is matched again and edited, or removed when it no longer applies."""
+        self.state.track()
         posted = self.state.replies.get(payload.message_id)
         if posted is None:
             return
@@ -467,9 +491,11 @@ class PanicHandlers:
                 self._forget(posted.reply_id)
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        self.state.track()
         await self._gone(payload.message_id)
 
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        self.state.track()
         for message_id in payload.message_ids:
             await self._gone(message_id)
 
@@ -492,6 +518,7 @@ class PanicHandlers:
 
     async def on_slash(self, interaction: discord.Interaction[Any], query: str, public: bool = False) -> None:
         """Private unless asked otherwise: a paste may hold more than the asker wants to show."""
+        self.state.track()
         if self.too_many(interaction.user.id):
             await self.respond(interaction, render.error_message(RATE_LIMITED_MESSAGE), ephemeral=True)
             return
@@ -506,6 +533,7 @@ class PanicHandlers:
 
     async def on_explain(self, interaction: discord.Interaction[Any], target: discord.Message) -> None:
         """The message command: its target arrives with its content even without the content intent."""
+        self.state.track()
         if self.too_many(interaction.user.id):
             await self.respond(interaction, render.error_message(RATE_LIMITED_MESSAGE), ephemeral=True)
             return
@@ -524,6 +552,7 @@ class PanicHandlers:
     async def on_component(
         self, interaction: discord.Interaction[Any], custom_id: str, values: list[str]
     ) -> None:
+        self.state.track()
         action = render.parse_custom_id(custom_id)
         if action is None:
             return

@@ -182,6 +182,7 @@ class Service:
         self._tasks: list[asyncio.Task[Any]] = []
         self._closers: list[Any] = []
         self._drains: list[Any] = []
+        self._drains_before_close: list[Any] = []
         self._redis_parts: list[Any] = []
         self.slack_state: Any = None
         self._stop = asyncio.Event()
@@ -237,6 +238,8 @@ class Service:
             rate_limit=shared.get("rate_limit"),
         )
         task = asyncio.create_task(run_discord(settings, self.live, state))  # type: ignore[arg-type]
+        # Before the connection closes (it takes the HTTP session with it): replies in flight finish first.
+        self._drains_before_close.append(state.drain)
 
         def ended(done: asyncio.Task[None]) -> None:
             if done.cancelled():
@@ -361,10 +364,12 @@ class Service:
         """Stop taking new work (readyz turns 503), let replies in flight finish (bounded), close."""
         log.info("shutting down")
         self.status.stopping = True
+        grace = self.settings.panicbot_shutdown_grace_seconds
+        for drain in self._drains_before_close:
+            await drain(grace)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        grace = self.settings.panicbot_shutdown_grace_seconds
         for close in self._closers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(close(), timeout=grace)

@@ -859,6 +859,21 @@ def test_rate_limited_reply_is_sent_after_retry_after(discord_env: pytest.Monkey
     run(scenario())
 
 
+def test_a_graceful_stop_lets_a_reply_in_flight_finish(discord_env: pytest.MonkeyPatch) -> None:
+    async def scenario() -> None:
+        async with running(discord_env) as h:
+            h.fake.rate_limit(CREATE, retry_after=0.5)  # the reply is held up in flight
+            paste = await h.fake.post(HELP_CHANNEL_ID, AVG_POOL_PASTE)
+            await h.fake.wait_for(lambda: h.fake.calls_to(CREATE))
+            assert h.state.pending  # the handler is counted while it waits
+            await h.state.drain(5.0)
+            assert [c for c in h.fake.calls_to(CREATE, ok_only=True) if c.body.get("message_reference")]
+            assert str(h.answers()[-1].body["message_reference"]["message_id"]) == paste["id"]
+            assert not h.state.pending
+
+    run(scenario())
+
+
 def test_edit_of_a_reply_that_is_gone_is_logged(
     discord_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
