@@ -227,6 +227,30 @@ def test_discord_runs_in_the_service_and_readiness_follows_its_connection(
     asyncio.run(scenario())
 
 
+def test_stopping_lets_a_discord_reply_in_flight_finish(clean_env: pytest.MonkeyPatch) -> None:
+    from tests.adapters.discord.fake_discord import HELP_CHANNEL_ID, FakeDiscord
+    from tests.adapters.discord.test_bot import TOKEN
+
+    create = "POST /channels/{channel_id}/messages"
+
+    async def scenario() -> None:
+        async with FakeDiscord(TOKEN) as fake:
+            clean_env.setenv("DISCORD_TOKEN", TOKEN)
+            clean_env.setenv("DISCORD_API_URL", fake.api_url)
+            clean_env.setenv("DISCORD_HELP_CHANNEL_IDS", str(HELP_CHANNEL_ID))
+            service = Service(settings(), ["discord"])
+            task, _ = await started(service)
+            await fake.wait_for_identify()
+            fake.rate_limit(create, retry_after=0.5)  # the reply waits in flight when SIGTERM comes
+            await fake.post(HELP_CHANNEL_ID, AVG_POOL_PASTE)
+            await fake.wait_for(lambda: fake.calls_to(create), what="the first attempt")
+            await stopped(service, task)
+            delivered = fake.calls_to(create, ok_only=True)
+            assert len(delivered) == 1 and AVG_POOL_TITLE in json.dumps(delivered[0].body)
+
+    asyncio.run(scenario())
+
+
 def test_a_refused_reload_is_counted_once_and_not_retried_every_poll(tmp_path: Path) -> None:
     catalog = tmp_path / "catalog.jsonl"
     catalog.write_text(SEEDS.read_text(encoding="utf-8"), encoding="utf-8")
