@@ -46,6 +46,7 @@ from adapters.slack.state import PostedReply, shared_slack_replies
 from bot.records import default_catalog
 from bot.service import PanicLookup
 from tests.adapters.slack.fake_slack import BOT_USER_ID, HOST, TEAM_ID, FakeSlack
+from tests.adapters.slack.test_app import delete_event, edit_event
 from tests.support.local_only import isolate
 
 REDIS_URL = f"redis://{HOST}:6379/0"
@@ -570,36 +571,6 @@ def test_same_panic_on_two_replicas_respects_one_cooldown(
     run(scenario)
 
 
-def edited(original: dict[str, Any], text: str) -> dict[str, Any]:
-    ts = f"1710000001.{next(_ids):06d}"
-    message = {k: v for k, v in original.items() if k not in {"channel", "event_ts", "channel_type"}}
-    return {
-        "type": "message",
-        "subtype": "message_changed",
-        "hidden": True,
-        "message": {**message, "text": text, "edited": {"user": USER, "ts": ts}},
-        "channel": original["channel"],
-        "previous_message": message,
-        "event_ts": ts,
-        "ts": ts,
-        "channel_type": "channel",
-    }
-
-
-def deleted(original: dict[str, Any]) -> dict[str, Any]:
-    ts = f"1710000002.{next(_ids):06d}"
-    return {
-        "type": "message",
-        "subtype": "message_deleted",
-        "hidden": True,
-        "deleted_ts": original["ts"],
-        "channel": original["channel"],
-        "event_ts": ts,
-        "ts": ts,
-        "channel_type": "channel",
-    }
-
-
 DEFORM_PASTE = AVG_POOL_PASTE.replace("1498", "915").replace("avg pool", "deform conv")
 
 
@@ -617,7 +588,7 @@ def test_edit_and_deletion_on_another_replica_follow_the_card(
             await c.deliver(replica_a, paste, f"Ev{next(_ids):08d}")
             [post] = await c.fake.wait_for_calls("chat.postMessage")
             # The author fixes the paste to another panic; Slack delivers the edit to B.
-            await c.deliver(replica_b, edited(paste, DEFORM_PASTE), f"Ev{next(_ids):08d}")
+            await c.deliver(replica_b, edit_event(paste, DEFORM_PASTE), f"Ev{next(_ids):08d}")
             await c.settle(replica_b)
             updates = c.fake.calls_to("chat.update")
             assert len(updates) == int(followed)
@@ -625,7 +596,7 @@ def test_edit_and_deletion_on_another_replica_follow_the_card(
                 assert updates[0].body["ts"] == post.response["ts"]
                 assert "deform" in json.dumps(updates[0].body["blocks"]).lower()
             # Then deletes it; the deletion reaches A, which did not see the edit.
-            await c.deliver(replica_a, deleted(paste), f"Ev{next(_ids):08d}")
+            await c.deliver(replica_a, delete_event(paste), f"Ev{next(_ids):08d}")
             await c.settle(replica_a)
             deletions = c.fake.calls_to("chat.delete")
             assert [d.body["ts"] for d in deletions] == [post.response["ts"]]

@@ -197,6 +197,17 @@ def test_a_malformed_redis_url_stops_start_up_without_its_password(clean_env: py
     assert "REDIS_URL" in str(failure.value) and "hunter2" not in str(failure.value)
 
 
+def discord_service(env: pytest.MonkeyPatch, fake: Any) -> Service:
+    """A service serving Discord through `fake`, auto-replying in its help channel."""
+    from tests.adapters.discord.fake_discord import HELP_CHANNEL_ID
+    from tests.adapters.discord.test_bot import TOKEN
+
+    env.setenv("DISCORD_TOKEN", TOKEN)
+    env.setenv("DISCORD_API_URL", fake.api_url)
+    env.setenv("DISCORD_HELP_CHANNEL_IDS", str(HELP_CHANNEL_ID))
+    return Service(settings(), ["discord"])
+
+
 def test_discord_runs_in_the_service_and_readiness_follows_its_connection(
     clean_env: pytest.MonkeyPatch,
 ) -> None:
@@ -205,10 +216,7 @@ def test_discord_runs_in_the_service_and_readiness_follows_its_connection(
 
     async def scenario() -> None:
         async with FakeDiscord(TOKEN) as fake:
-            clean_env.setenv("DISCORD_TOKEN", TOKEN)
-            clean_env.setenv("DISCORD_API_URL", fake.api_url)
-            clean_env.setenv("DISCORD_HELP_CHANNEL_IDS", str(HELP_CHANNEL_ID))
-            service = Service(settings(), ["discord"])
+            service = discord_service(clean_env, fake)
             task, base = await started(service)
             async with aiohttp.ClientSession() as http:
                 for _ in range(250):  # the gateway handshake: HELLO, IDENTIFY, READY
@@ -235,10 +243,7 @@ def test_stopping_lets_a_discord_reply_in_flight_finish(clean_env: pytest.Monkey
 
     async def scenario() -> None:
         async with FakeDiscord(TOKEN) as fake:
-            clean_env.setenv("DISCORD_TOKEN", TOKEN)
-            clean_env.setenv("DISCORD_API_URL", fake.api_url)
-            clean_env.setenv("DISCORD_HELP_CHANNEL_IDS", str(HELP_CHANNEL_ID))
-            service = Service(settings(), ["discord"])
+            service = discord_service(clean_env, fake)
             task, _ = await started(service)
             await fake.wait_for_identify()
             fake.rate_limit(create, retry_after=0.5)  # the reply waits in flight when SIGTERM comes
