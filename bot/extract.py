@@ -39,6 +39,12 @@ _MESSAGE_END = re.compile(
 )
 
 
+# The same ends, met inside a line (a paste whose line breaks chat has lost).
+_JOINED_END = re.compile(
+    r"[ \t]+(?:note: (?:run with `RUST_BACKTRACE|Some details are omitted|panic did not)|stack backtrace:)"
+)
+
+
 @dataclass(frozen=True)
 class Location:
     """Where a panic was raised: the path as pasted and as a repository path."""
@@ -159,9 +165,13 @@ def _new_style_panic(lines: list[str], index: int) -> tuple[Panic, int] | None:
         return None
     body, next_index = _message_lines(lines, index + 1, _indent(line))
     rest = header.group("rest")
-    message_lines = ([rest.rstrip()] if rest else []) + body
+    message = "\n".join(([rest.rstrip()] if rest else []) + body).strip("\n")
+    # Joined onto one line by chat, the runtime's `note: run with RUST_BACKTRACE=1` follows the message.
+    joined_end = _JOINED_END.search(message)
+    if joined_end:
+        message = message[: joined_end.start()]
     panic = Panic(
-        message="\n".join(message_lines).strip("\n"),
+        message=message,
         location=_location(header.group("path"), header.group("line"), header.group("col")),
         thread=header.group("thread"),
         thread_id=_thread_id(header.group("tid")),

@@ -39,7 +39,7 @@ def record_segments(pattern: str | None, message: str) -> tuple[list[str], bool]
         segments = pattern_segments(pattern)
         if segments is not None:
             return segments, True
-    return split_format_string(message), pattern is None
+    return split_format_string(message), not pattern  # an empty pattern is no pattern: the message's
 
 
 def tolerant_regex(segments: list[str]) -> str:

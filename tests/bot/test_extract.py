@@ -234,3 +234,14 @@ def test_limits_on_panics_frames_and_message_lines() -> None:
     frames = "\n".join(f"  {n}: f{n}\n             at src/a.rs:{n}:1" for n in range(400))
     deep = f"thread 'main' panicked at src/a.rs:1:1:\nboom\nstack backtrace:\n{frames}"
     assert len(extract_panics(deep)[0].frames) == MAX_FRAMES
+
+
+def test_a_note_joined_onto_the_message_line_is_not_the_message() -> None:
+    pasted = (
+        "thread 'main' panicked at crates/burn-tensor/src/tensor/bool_ops.rs:323:9: Tensors should not be "
+        "empty note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+    )
+    [panic] = extract_panics(pasted)
+    assert panic.message == "Tensors should not be empty"
+    [panic] = extract_panics("thread 'main' panicked at src/a.rs:1:2:\nBad value 3 stack backtrace: 0: std")
+    assert panic.message == "Bad value 3"

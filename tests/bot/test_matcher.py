@@ -283,3 +283,34 @@ def test_a_short_phrase_inside_someone_elses_panic_is_not_its_record() -> None:
     # The same words raised in the record's own file are its message (a value around it, perhaps).
     assert phrase.lookup(header("crates/burn-x/src/kind.rs", 12, "float tensor")).best is not None
     assert phrase.lookup(header("crates/burn-x/src/kind.rs", 12, own)).best is not None
+
+
+def test_a_one_line_paste_from_a_renamed_file_is_still_its_message() -> None:
+    empty = Matcher(
+        [record("empty", "Tensors should not be empty", "crates/burn-backend/src/ops/bool.rs", 323)]
+    )
+    pasted = (
+        "thread 'main' panicked at crates/burn-tensor/src/tensor/bool_ops.rs:323:9: Tensors should not be "
+        "empty note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+    )
+    result = empty.lookup(pasted)
+    assert result.best is not None and result.best.record.id == "empty"
+
+
+def test_without_a_known_path_the_nearest_sites_of_that_file_name_are_listed() -> None:
+    sites = [
+        record(f"{crate}-{line}", f"Message {crate} {line} here", f"crates/{crate}/src/base.rs", line)
+        for crate in ("a", "b", "c", "d", "e", "f")
+        for line in (10, 200, 400)
+    ]
+    result = Matcher(sites).lookup(header("src/elsewhere/base.rs", 395, "nothing like any record"))
+    assert result.status == "no_known_record"
+    assert {m.record.lineNumber for m in result.matches} == {400}  # from six files, not the first four
+
+
+def test_an_empty_message_pattern_is_derived_from_the_message() -> None:
+    blank = Matcher(
+        [record("blank", "Invalid separator {} in path", "crates/x/src/p.rs", 3, messagePattern="")]
+    )
+    assert blank.lookup(header("src/main.rs", 1, "something else entirely")).best is None
+    assert blank.lookup(header("crates/x/src/p.rs", 3, "Invalid separator / in path")).best is not None
