@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.patterns import is_valid_pattern, match_pattern, record_segments, tolerant_regex
+from bot.patterns import is_valid_pattern, match_record, record_key
 from bot.records import Catalog, CatalogEntry, Record
 from bot.rust_messages import specificity, split_format_string
 
@@ -88,11 +88,12 @@ def _pattern_findings(entry: CatalogEntry) -> Iterable[Finding]:
         if reason:
             yield _finding(entry, ERROR, "pattern-invalid", f"messagePattern does not compile: {reason}")
             return
-    segments, plain = record_segments(pattern, record.errorMessage)
-    regex = tolerant_regex(segments) if plain else pattern or ""
+    elif pattern == "":
+        yield _finding(entry, WARNING, "pattern-empty", "messagePattern is empty: its message is matched")
+    key, segments = record_key(pattern, record.errorMessage)
     # `.expect()` messages are not format strings: their braces print as written.
     printed = (filled_message(record.errorMessage).strip(), record.errorMessage.strip())
-    hits = (match_pattern(regex, text) for text in printed)
+    hits = (match_record(key, text) for text in printed)
     if not any(hit is not None and hit.mode == "full" for hit in hits):
         yield _finding(entry, ERROR, "pattern-mismatch", "messagePattern does not match its own errorMessage")
     if specificity(segments) < MIN_SPECIFICITY:

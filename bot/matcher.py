@@ -26,11 +26,10 @@ from bot.paths import common_suffix_length, path_parts
 from bot.patterns import (
     LiteralPattern,
     PatternHit,
-    literal_pattern,
     match_literal,
     match_pattern,
     normalize_space,
-    record_segments,
+    record_key,
 )
 from bot.records import Record
 from bot.rust_messages import (
@@ -179,7 +178,8 @@ class Matcher:
         safe_by_record: list[set[str] | None] = []
         by_path: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for index, record in enumerate(self.records):
-            segments, plain = record_segments(record.messagePattern, record.errorMessage)
+            key, segments = record_key(record.messagePattern, record.errorMessage)
+            plain = isinstance(key, tuple)
             every, safe = segment_tokens(segments)
             for token in every:
                 postings[token].append(index)
@@ -194,7 +194,7 @@ class Matcher:
             self._paths.append(parts)
             line = record.lineNumber
             self._lines.append(line if line is not None and 0 <= line < 2**31 else -1)
-            self._keys.append(literal_pattern(segments) if plain else (record.messagePattern or ""))
+            self._keys.append(key)
             self._specificity.append(min(specificity(segments), 0xFFFF))
             self._placeholders.append(min(len(segments) - 1, 0xFFFF))
             self._words.append(min(len(every), 0xFFFF))

@@ -42,6 +42,20 @@ def record_segments(pattern: str | None, message: str) -> tuple[list[str], bool]
     return split_format_string(message), not pattern  # an empty pattern is no pattern: the message's
 
 
+def record_key(pattern: str | None, message: str) -> tuple[LiteralPattern | str, list[str]]:
+    """How a record's text is matched: its literal pattern (plain patterns, and records without one) or its
+    own regex; and the literal segments its words and specificity come from."""
+    segments, plain = record_segments(pattern, message)
+    return (literal_pattern(segments) if plain else (pattern or "")), segments
+
+
+def match_record(key: LiteralPattern | str, text: str) -> PatternHit | None:
+    """`key` (from `record_key`) against a message as pasted; a literal hit's span is in the folded text."""
+    if isinstance(key, tuple):
+        return match_literal(key, normalize_space(text))
+    return match_pattern(key, text)
+
+
 def tolerant_regex(segments: list[str]) -> str:
     """A regex for a plain pattern that survives what chat and terminals do to whitespace: any run of
     spaces or line breaks matches any other, and spaces at either end (lost in every paste) are optional."""

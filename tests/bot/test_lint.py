@@ -55,6 +55,7 @@ def test_pattern_problems() -> None:
     assert (ERROR, "pattern-mismatch") in checks(catalog_of(base(messagePattern="Something else (.+?)")))
     vague = base(errorMessage="{}: {}", messagePattern="(.+?): (.+?)")
     assert (WARNING, "pattern-vague") in checks(catalog_of(vague))
+    assert checks(catalog_of(base(messagePattern=""))) == {(WARNING, "pattern-empty")}
 
 
 def test_expect_messages_keep_their_braces_literal() -> None:
