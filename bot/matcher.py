@@ -30,6 +30,7 @@ from bot.patterns import (
     match_pattern,
     normalize_space,
     record_key,
+    unfold_span,
 )
 from bot.records import Record
 from bot.rust_messages import (
@@ -346,11 +347,14 @@ class Matcher:
             key = self._keys[record_index]
             for folded, pasted in forms:
                 if isinstance(key, tuple):
-                    hit, text = match_literal(key, folded), folded
+                    hit = match_literal(key, folded)
+                    if hit is not None and folded is not pasted:
+                        hit = unfold_span(hit, pasted)  # the span as pasted, line breaks and all
                 else:
-                    hit, text = match_pattern(key, pasted), pasted
+                    hit = match_pattern(key, pasted)
                 if hit is None:
                     continue
+                text = pasted
                 points = _pattern_points(
                     hit, self._specificity[record_index], self._placeholders[record_index]
                 )

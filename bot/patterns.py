@@ -105,6 +105,20 @@ def match_literal(parts: LiteralPattern, text: str) -> PatternHit | None:
     return PatternHit("contained", start, end)
 
 
+def unfold_span(hit: PatternHit, text: str) -> PatternHit:
+    """`hit`, found in `normalize_space(text)`, with its span in `text` itself."""
+    return PatternHit(hit.mode, _unfold(hit.start, text), _unfold(hit.end, text))
+
+
+def _unfold(position: int, text: str) -> int:
+    shift = 0  # how far `text` is ahead of its folded form, up to here
+    for run in _SPACE_RUN.finditer(text):
+        if position <= run.start() - shift:  # at or before this run's one folded space
+            break
+        shift += len(run.group()) - 1
+    return position + shift
+
+
 def _follow(parts: LiteralPattern, first: int, stop: int, text: str, position: int) -> int:
     """Where segments `first..stop` end, each after a placeholder of one character or more; -1 if they
     cannot all follow `position`."""

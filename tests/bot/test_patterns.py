@@ -12,6 +12,7 @@ from bot.patterns import (
     match_pattern,
     normalize_space,
     tolerant_regex,
+    unfold_span,
 )
 
 
@@ -74,3 +75,17 @@ def test_literal_matcher_agrees_with_re2(segments: list[str], message: str) -> N
 def test_without_spaces_in_the_pattern_the_two_agree_exactly(segments: list[str], message: str) -> None:
     literal, regex = both(segments, message)
     assert literal == regex
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.text(alphabet="ab: .", min_size=1, max_size=5), min_size=1, max_size=3), _MESSAGE)
+def test_an_unfolded_span_covers_the_same_text_as_pasted(segments: list[str], message: str) -> None:
+    hit = match_literal(literal_pattern(segments), normalize_space(message))
+    if hit is None:
+        return
+    unfolded = unfold_span(hit, message)
+    assert (
+        normalize_space(message[unfolded.start : unfolded.end])
+        == normalize_space(message)[hit.start : hit.end]
+    )
+    assert unfolded.mode == hit.mode
