@@ -8,7 +8,6 @@ returns None: a refused call never crashes the bot and is never retried here (di
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import re
 import time
@@ -22,6 +21,7 @@ import yarl
 from discord import app_commands
 from discord.gateway import DiscordWebSocket
 
+from adapters.answers import follow_edit, paste_digest, unasked_card
 from adapters.discord import render
 from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
 from adapters.discord.settings import DiscordSettings
@@ -127,10 +127,6 @@ def panic_intents(settings: DiscordSettings) -> discord.Intents:
     intents.guild_messages = True
     intents.message_content = bool(settings.discord_help_channel_ids)
     return intents
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def is_text_attachment(attachment: discord.Attachment) -> bool:
@@ -396,8 +392,7 @@ class PanicHandlers:
 
     async def auto_reply(self, message: discord.Message) -> None:
         text = await self.paste_text(message)
-        result = self.lookup(text)
-        card = self.service.card(result) if result.auto_reply else None
+        card = unasked_card(self.service, self.lookup(text))
         if card is None or self.too_many(message.author.id):
             return
         place = str(message.channel.id)
@@ -412,7 +407,9 @@ class PanicHandlers:
             return
         log.info("auto-replied to message %s in %s with record %s", message.id, place, card.record_id)
         self.state.observer.auto_replied(PLATFORM, card.record_id)
-        self._remember(message.id, PostedReply(message.channel.id, reply.id, card.record_id, digest(text)))
+        self._remember(
+            message.id, PostedReply(message.channel.id, reply.id, card.record_id, paste_digest(text))
+        )
 
     def _remember(self, source_id: int, posted: PostedReply) -> None:
         self.state.replies.put(source_id, posted)
@@ -462,24 +459,26 @@ class PanicHandlers:
         if posted is None:
             return
         text = await self.paste_text(payload.message)
-        if digest(text) == posted.digest:
+        outcome = follow_edit(
+            record_id=posted.record_id,
+            digest=posted.digest,
+            text=text,
+            answer=lambda edited: unasked_card(self.service, self.lookup(edited)),
+            gate=self.state.gate,
+            place=str(posted.channel_id),
+        )
+        if outcome is None:
             return  # a link preview or a pin: not a new paste
-        result = self.lookup(text)
-        card = self.service.card(result) if result.auto_reply else None
-        place = str(posted.channel_id)
+        card = outcome.card
         # Memory first, then Discord: an event handled while a call is in flight sees the new state.
         if card is None:
             self.state.replies.pop(payload.message_id)
             self.state.reply_sources.pop(posted.reply_id)
-            self.state.gate.release(place, posted.record_id)
             await self._delete(posted.channel_id, posted.reply_id, "reply to an edited paste")
             return
-        if card.record_id != posted.record_id:
-            # The reply now answers another record: the cooldown follows it.
-            self.state.gate.release(place, posted.record_id)
-            self.state.gate.allow(place, card.record_id)
         self._remember(
-            payload.message_id, PostedReply(posted.channel_id, posted.reply_id, card.record_id, digest(text))
+            payload.message_id,
+            PostedReply(posted.channel_id, posted.reply_id, card.record_id, paste_digest(text)),
         )
         message = self._card(card, ephemeral=False, asker_id=payload.message.author.id)
         channel = self.client.get_partial_messageable(posted.channel_id, guild_id=payload.guild_id)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import logging
 import re
 import time
@@ -23,6 +22,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.answers import follow_edit, paste_digest, unasked_card
 from adapters.observe import Observer, Observers
 from adapters.shared_state import RATE_LIMITED_MESSAGE, RateLimit
 from adapters.slack import render
@@ -105,10 +105,6 @@ class SlackState:
         """Let the replies in flight finish, for at most `timeout` seconds (graceful shutdown)."""
         if self.pending:
             await asyncio.wait(set(self.pending), timeout=timeout)
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
 async def _already_acknowledged(*_: Any, **__: Any) -> None:
@@ -309,8 +305,7 @@ class _Handlers:
         bot_user = context.get("bot_user_id")
         if bot_user and f"<@{bot_user}" in text:
             return  # a mention: on_mention answers it
-        result = self.lookup(text)
-        card = self.service.card(result) if result.auto_reply else None
+        card = unasked_card(self.service, self.lookup(text))
         if card is None or not self.state.gate.allow(channel, card.record_id):
             return
         message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
@@ -319,7 +314,7 @@ class _Handlers:
             self.state.gate.release(channel, card.record_id)
             return
         self.state.replies.put(
-            (channel, event["ts"]), PostedReply(channel, posted, card.record_id, _digest(text))
+            (channel, event["ts"]), PostedReply(channel, posted, card.record_id, paste_digest(text))
         )
         self.state.observer.auto_replied(PLATFORM, card.record_id)
 
@@ -327,19 +322,26 @@ class _Handlers:
         """An edited paste: update our reply, or remove it when the paste no longer warrants one."""
         channel = event.get("channel", "")
         edited = event.get("message") or {}
-        reply = self.state.replies.get((channel, edited.get("ts", "")))
-        if reply is None or (reply.paste_digest and reply.paste_digest == _digest(edited.get("text") or "")):
+        key = (channel, edited.get("ts", ""))
+        text = edited.get("text") or ""
+        reply = self.state.replies.get(key)
+        if reply is None:
             return
-        result = self.lookup(edited.get("text") or "")
-        card = self.service.card(result) if result.auto_reply else None
+        outcome = follow_edit(
+            record_id=reply.record_id,
+            digest=reply.paste_digest,
+            text=text,
+            answer=lambda edited_text: unasked_card(self.service, self.lookup(edited_text)),
+            gate=self.state.gate,
+            place=channel,
+        )
+        if outcome is None:
+            return
+        card = outcome.card
         if card is None:
+            self.state.replies.pop(key)
             await self._delete(client, reply)
-            self.state.replies.pop((channel, edited.get("ts", "")))
             return
-        if card.record_id != reply.record_id:
-            # The reply now answers another record: the cooldown follows it.
-            self.state.gate.release(channel, reply.record_id)
-            self.state.gate.allow(channel, card.record_id)
         message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
         try:
             await client.chat_update(channel=channel, ts=reply.ts, text=message.text, blocks=message.blocks)
@@ -347,10 +349,7 @@ class _Handlers:
             self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
             log.warning("chat.update failed in %s: %s", channel, exc.response.get("error"))
             return
-        self.state.replies.put(
-            (channel, edited.get("ts", "")),
-            PostedReply(channel, reply.ts, card.record_id, _digest(edited.get("text") or "")),
-        )
+        self.state.replies.put(key, PostedReply(channel, reply.ts, card.record_id, paste_digest(text)))
 
     async def _on_delete(self, event: dict[str, Any], client: AsyncWebClient) -> None:
         channel = event.get("channel", "")

@@ -1,0 +1,55 @@
+"""What the chat adapters decide alike about unasked replies: which card a paste gets, and what an edit of
+an answered paste does to the reply and to the channel's cooldown. Platform code sends the messages; this
+module only decides, so Slack and Discord cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from adapters.state import CooldownGate
+from bot.card import Card
+from bot.matcher import LookupResult
+from bot.service import PanicLookup
+
+
+def paste_digest(text: str) -> str:
+    """What a reply remembers of the paste it answers (never the paste itself): enough to tell an edit
+    that changes the text from one that does not (a link preview, a pin)."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def unasked_card(service: PanicLookup, result: LookupResult) -> Card | None:
+    """The card to post without being asked: only for a lookup confident enough to auto-reply."""
+    return service.card(result) if result.auto_reply else None
+
+
+@dataclass(frozen=True)
+class EditedReply:
+    """What an edited paste's reply becomes: `card` to show now, or None to remove the reply."""
+
+    card: Card | None
+
+
+def follow_edit(
+    *,
+    record_id: str,
+    digest: str,
+    text: str,
+    answer: Callable[[str], Card | None],
+    gate: CooldownGate,
+    place: str,
+) -> EditedReply | None:
+    """The reply's fate after its paste (answered with `record_id`, text digest `digest`) became `text`;
+    None when the text is unchanged. The channel's cooldown follows the reply: released for a record it no
+    longer shows, taken for the one it shows now."""
+    if digest and digest == paste_digest(text):
+        return None
+    card = answer(text)
+    if card is None or card.record_id != record_id:
+        gate.release(place, record_id)
+    if card is not None and card.record_id != record_id:
+        gate.allow(place, card.record_id)
+    return EditedReply(card)
