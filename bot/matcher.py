@@ -13,7 +13,7 @@ import math
 from array import array
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,7 +68,7 @@ TEXT_ANSWER_PANIC = 0.9
 RIVAL_MIN_COVERAGE = 0.5
 MAX_QUERY_CHARS = 16_000  # a message with a long Debug value in it still matches its pattern
 MAX_RESULTS = 5
-REQUIRED_WORDS = 5  # the two anchor words and the next three rarest words of a pattern
+SIGNATURE_BITS = 128
 # A pasted location adds the pasted file's records nearest the line as candidates: this many on each side
 # (twice this many in all), in up to NEIGHBOUR_FILES files; among more files of that name (another
 # version's mod.rs), the nearest one on each side of each file compete.
@@ -161,7 +161,8 @@ class Matcher:
         self._words = array("H")
         self._paths: list[tuple[str, ...]] = []
         self._lines = array("i")  # -1: no line number
-        self._required: list[tuple[str, ...]] = []  # its rarest words: a message missing one cannot match
+        # A Bloom signature of the words any text matching the pattern holds (0: no such word known).
+        self._signatures: list[int] = []
         self._anchors: dict[str, array[int]] = {}
         self._pair_anchors: dict[str, dict[str, array[int]]] = {}
         self._unanchored = array("I")
@@ -206,13 +207,13 @@ class Matcher:
         pair_anchors: dict[str, dict[str, list[int]]] = defaultdict(dict)
         for index, anchor_words in enumerate(safe_by_record):
             if not anchor_words:
-                self._required.append(())
+                self._signatures.append(0)
                 if self._specificity[index] >= MIN_PATTERN_SPECIFICITY:
                     self._unanchored.append(index)
                 continue
             # The rarest word keeps each anchor list short; a message holding the pattern holds the word.
-            # The next rarest ones are checked before any pattern runs: near-identical messages share an
-            # anchor, and each would otherwise be matched in vain.
+            # All its words are checked (by signature) before any pattern runs: near-identical messages
+            # share anchors, and each would otherwise be matched in vain.
             ranks = sorted([rank[token] for token in anchor_words])
             if len(ranks) == 1:
                 anchors[order[ranks[0]]].append(index)
@@ -224,7 +225,7 @@ class Matcher:
                 if ids is None:
                     seconds[order[ranks[1]]] = ids = []
                 ids.append(index)
-            self._required.append(tuple([order[r] for r in ranks[2:REQUIRED_WORDS]]))
+            self._signatures.append(_signature(anchor_words))
         self._anchors = {token: array("I", ids) for token, ids in anchors.items()}
         self._pair_anchors = {
             first: {second: array("I", ids) for second, ids in seconds.items()}
@@ -336,14 +337,14 @@ class Matcher:
             if seconds:
                 for second in words.intersection(seconds):  # iterates the smaller of the two
                     candidates.update(seconds[second])
+        signature = _signature(words)
         # Literal patterns compare with the message's whitespace runs folded; regexes see it as pasted.
         forms = list(dict.fromkeys((normalize_space(variant), variant) for variant in variants))
         for record_index in candidates:
             if self._specificity[record_index] < MIN_PATTERN_SPECIFICITY:
                 continue
-            required = self._required[record_index]
-            if not words.issuperset(required):
-                continue
+            if self._signatures[record_index] & ~signature:
+                continue  # a word the pattern needs is not in the message
             key = self._keys[record_index]
             for folded, pasted in forms:
                 if isinstance(key, tuple):
@@ -600,6 +601,16 @@ def _a_small_part(found: _Evidence, specific: int, same_file: bool) -> bool:
         return False
     covered = found.hit.end - found.hit.start
     return specific < SMALL_PART_SPECIFICITY and 2 * covered < found.message_length
+
+
+def _signature(words: Iterable[str]) -> int:
+    """Two of SIGNATURE_BITS bits per word: a record whose bits are not all in a message's signature has a
+    word the message lacks. Python's string hash is the same for one process's index and lookups."""
+    signature = 0
+    for word in words:
+        hashed = hash(word)
+        signature |= (1 << (hashed % SIGNATURE_BITS)) | (1 << ((hashed >> 16) % SIGNATURE_BITS))
+    return signature
 
 
 def _kept(limit: int) -> int:
