@@ -288,9 +288,12 @@ class RedisCooldown(_RedisWithFallback):
         allowed = self._redis(lambda: self.client.set(key, b"1", nx=True, px=milliseconds) is not None)
         if allowed is None:
             return self.fallback.allow(channel, record_id)
-        # Mirror what this replica was allowed, so a Redis outage right after cannot let it answer again;
-        # a local hold (a reply sent during an outage) also wins over a Redis that lost the key.
-        return allowed and self.fallback.allow(channel, record_id)
+        if allowed:
+            # Mirror what Redis allowed, so a Redis outage right after cannot let this replica answer
+            # again. Redis decides while it answers: a hold released on another replica is released here.
+            self.fallback.release(channel, record_id)
+            self.fallback.allow(channel, record_id)
+        return allowed
 
     def release(self, channel: str, record_id: str) -> None:
         key = self._key("cooldown", channel, record_id)
@@ -338,10 +341,10 @@ class RedisRateLimiter(_RedisWithFallback):
 class RedisKeyedMemory(_RedisWithFallback, Generic[V]):
     """`KeyedMemory` across replicas: `<prefix>:<kind>:<key parts>` holds the value as JSON for `ttl`
     seconds. What one replica posted, another can follow: Slack may deliver the edit or deletion of a paste
-    to any replica. `pop` is atomic (GETDEL): one replica acts on it.
+    to any replica. `pop` is atomic (GET and DEL in one transaction): one replica acts on it.
 
-    Every write also goes to the in-process fallback, which answers when Redis fails or does not have the
-    key (written during an outage, or lost in a Redis restart).
+    Every write also goes to the in-process fallback. It answers while Redis fails, and afterwards for the
+    keys whose Redis write failed; otherwise Redis decides (a key it lacks was removed by another replica).
     """
 
     def __init__(
@@ -365,6 +368,9 @@ class RedisKeyedMemory(_RedisWithFallback, Generic[V]):
         self.fallback: KeyedMemory[tuple[str, ...], V] = (
             fallback if fallback is not None else ExpiringMap(ttl_seconds, 50_000, clock)
         )
+        # Keys whose Redis write failed: only for those is the local copy the truth once Redis answers
+        # again (for any other key, Redis lacking it means another replica removed it).
+        self._missed: ExpiringMap[tuple[str, ...], bool] = ExpiringMap(ttl_seconds, 50_000, clock)
 
     def _value(self, raw: object) -> V | None:
         if not isinstance(raw, bytes | str):
@@ -379,18 +385,33 @@ class RedisKeyedMemory(_RedisWithFallback, Generic[V]):
     def get(self, key: tuple[str, ...]) -> V | None:
         name = self._key(self.kind, *key)
         found = self._redis(lambda: (self.client.get(name),))
-        value = self._value(found[0]) if found is not None else None
-        return value if value is not None else self.fallback.get(key)
+        if found is None or (found[0] is None and self._missed.get(key)):
+            return self.fallback.get(key)
+        return self._value(found[0])
 
     def put(self, key: tuple[str, ...], value: V) -> None:
         name = self._key(self.kind, *key)
         data = json.dumps(self._encode(value), separators=(",", ":"))
-        self._redis(lambda: self.client.set(name, data, ex=self.ttl_seconds))
+        written = self._redis(lambda: self.client.set(name, data, ex=self.ttl_seconds))
+        if written is None:
+            self._missed.put(key, True)
+        else:
+            self._missed.pop(key)
         self.fallback.put(key, value)
 
     def pop(self, key: tuple[str, ...]) -> V | None:
         name = self._key(self.kind, *key)
-        found = self._redis(lambda: (self.client.getdel(name),))
+        found = self._redis(lambda: (self._take(name),))
         local = self.fallback.pop(key)
-        value = self._value(found[0]) if found is not None else None
-        return value if value is not None else local
+        missed = self._missed.pop(key)
+        if found is None or (found[0] is None and missed):
+            return local
+        return self._value(found[0])
+
+    def _take(self, name: str) -> object:
+        """GET and DEL in one transaction (GETDEL needs Redis 6.2): one replica gets the value."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.get(name)
+        pipe.delete(name)
+        value, _ = pipe.execute()
+        return value

@@ -77,13 +77,15 @@ class DiscordState:
     attachment_max_bytes: int = ATTACHMENT_MAX_BYTES
     # Shared across processes (shards split over several) when the deployment passes a Redis-backed one.
     cooldown: CooldownGate | None = None
-    # Per user, on everything a user asks for (slash command, message command, mention, auto-reply to their
-    # pastes); None: no limit.
+    # Per user, on what a user asks for (slash command, message command, mention), as on Slack; unasked
+    # replies are held back by the channel cooldown instead. None: no limit.
     rate_limit: RateLimit | None = None
     # True from READY until a disconnect, again once resumed: what a readiness probe reports.
     connected: bool = field(default=False, init=False)
-    # Handlers running now (discord.py runs each event in a task): a graceful stop lets them finish.
+    # Handlers running now (discord.py runs each event in a task): a graceful stop lets them finish, and
+    # takes no new work once it has begun.
     pending: set[asyncio.Task[Any]] = field(default_factory=set, init=False)
+    stopping: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         if self.cooldown is None:
@@ -98,25 +100,25 @@ class DiscordState:
         assert self.cooldown is not None
         return self.cooldown
 
-    def track(self) -> None:
-        """Count the running handler as in flight until it ends."""
+    def track(self) -> bool:
+        """Count the running handler as in flight until it ends; False once stopping (it should return)."""
+        if self.stopping:
+            return False
         task = asyncio.current_task()
         if task is not None and task not in self.pending:
             self.pending.add(task)
             task.add_done_callback(self.pending.discard)
+        return True
 
     async def drain(self, timeout: float) -> None:
-        """Let the handlers in flight finish (those that start meanwhile too), for at most `timeout` s."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            running = {task for task in self.pending if task is not asyncio.current_task()}
-            remaining = deadline - loop.time()
-            if not running or remaining <= 0:
-                if running:
-                    log.warning("stopping with %d Discord handler(s) still running", len(running))
-                return
-            await asyncio.wait(running, timeout=remaining)
+        """Take no new work and let the handlers in flight finish, for at most `timeout` seconds."""
+        self.stopping = True
+        running = {task for task in self.pending if task is not asyncio.current_task()}
+        if not running:
+            return
+        _, late = await asyncio.wait(running, timeout=timeout)
+        if late:
+            log.warning("stopping with %d Discord handler(s) still running", len(late))
 
 
 def panic_intents(settings: DiscordSettings) -> discord.Intents:
@@ -381,7 +383,8 @@ class PanicHandlers:
     # -- messages -----------------------------------------------------------------------------------------
 
     async def on_message(self, message: discord.Message) -> None:
-        self.state.track()
+        if not self.state.track():
+            return
         if message.author.bot or message.webhook_id is not None or message.type not in _PASTE_TYPES:
             return
         if self.mentions_me(message):
@@ -393,7 +396,7 @@ class PanicHandlers:
     async def auto_reply(self, message: discord.Message) -> None:
         text = await self.paste_text(message)
         card = unasked_card(self.service, self.lookup(text))
-        if card is None or self.too_many(message.author.id):
+        if card is None:
             return
         place = str(message.channel.id)
         if not self.state.gate.allow(place, card.record_id):
@@ -454,7 +457,8 @@ class PanicHandlers:
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         """An edited paste: the reply is matched again and edited, or removed when it no longer applies."""
-        self.state.track()
+        if not self.state.track():
+            return
         posted = self.state.replies.get(payload.message_id)
         if posted is None:
             return
@@ -490,11 +494,13 @@ class PanicHandlers:
                 self._forget(posted.reply_id)
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        self.state.track()
+        if not self.state.track():
+            return
         await self._gone(payload.message_id)
 
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        self.state.track()
+        if not self.state.track():
+            return
         for message_id in payload.message_ids:
             await self._gone(message_id)
 
@@ -517,7 +523,8 @@ class PanicHandlers:
 
     async def on_slash(self, interaction: discord.Interaction[Any], query: str, public: bool = False) -> None:
         """Private unless asked otherwise: a paste may hold more than the asker wants to show."""
-        self.state.track()
+        if not self.state.track():
+            return
         if self.too_many(interaction.user.id):
             await self.respond(interaction, render.error_message(RATE_LIMITED_MESSAGE), ephemeral=True)
             return
@@ -532,7 +539,8 @@ class PanicHandlers:
 
     async def on_explain(self, interaction: discord.Interaction[Any], target: discord.Message) -> None:
         """The message command: its target arrives with its content even without the content intent."""
-        self.state.track()
+        if not self.state.track():
+            return
         if self.too_many(interaction.user.id):
             await self.respond(interaction, render.error_message(RATE_LIMITED_MESSAGE), ephemeral=True)
             return
@@ -551,7 +559,8 @@ class PanicHandlers:
     async def on_component(
         self, interaction: discord.Interaction[Any], custom_id: str, values: list[str]
     ) -> None:
-        self.state.track()
+        if not self.state.track():
+            return
         action = render.parse_custom_id(custom_id)
         if action is None:
             return

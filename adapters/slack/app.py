@@ -342,14 +342,14 @@ class _Handlers:
             self.state.replies.pop(key)
             await self._delete(client, reply)
             return
+        # Memory first, then Slack: an event handled while the call is in flight sees the new state.
+        self.state.replies.put(key, PostedReply(channel, reply.ts, card.record_id, paste_digest(text)))
         message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
         try:
             await client.chat_update(channel=channel, ts=reply.ts, text=message.text, blocks=message.blocks)
         except SlackApiError as exc:
             self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
             log.warning("chat.update failed in %s: %s", channel, exc.response.get("error"))
-            return
-        self.state.replies.put(key, PostedReply(channel, reply.ts, card.record_id, paste_digest(text)))
 
     async def _on_delete(self, event: dict[str, Any], client: AsyncWebClient) -> None:
         channel = event.get("channel", "")

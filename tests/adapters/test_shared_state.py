@@ -170,6 +170,16 @@ def test_cooldown_is_shared_per_channel_and_record(redis_client: redis.Redis, pr
     assert replica_a.failures == replica_b.failures == 0
 
 
+def test_a_cooldown_released_on_one_replica_is_free_on_the_other(
+    redis_client: redis.Redis, prefix: str
+) -> None:
+    replica_a, replica_b = RedisCooldown(redis_client, prefix, 600), RedisCooldown(redis_client, prefix, 600)
+    assert replica_a.allow("C1", "avg-pool")
+    replica_b.release("C1", "avg-pool")  # B removed the reply that held it
+    assert replica_a.allow("C1", "avg-pool")  # A's own memory of its hold does not outlast Redis
+    assert not replica_b.allow("C1", "avg-pool")
+
+
 def test_cooldown_ends_after_its_time(redis_client: redis.Redis, prefix: str) -> None:
     replica_a, replica_b = RedisCooldown(redis_client, prefix, 0.2), RedisCooldown(redis_client, prefix, 0.2)
     assert replica_a.allow(AUTO, "rec1")
@@ -233,6 +243,24 @@ def test_keyed_memory_is_shared_and_popped_once(redis_client: redis.Redis, prefi
     assert replica_b.get(("C1", "1710000000.000100")) is None
     replica_a.put(("C1", "1"), posted)
     assert 3500 < redis_client.ttl(f"{prefix}:reply:C1:1") <= 3600
+
+
+def test_keyed_memory_trusts_redis_over_its_own_copy(
+    redis_client: redis.Redis, prefix: str, dead_client: redis.Redis
+) -> None:
+    replica_a, replica_b = reply_memory(redis_client, prefix), reply_memory(redis_client, prefix)
+    posted = PostedReply("C1", "2", "avg-pool")
+    replica_a.put(("C1", "1"), posted)
+    assert replica_b.pop(("C1", "1")) == posted  # B deleted the reply
+    assert replica_a.get(("C1", "1")) is None  # A's copy is stale: Redis says it is gone
+    assert replica_a.pop(("C1", "1")) is None
+    # Written while Redis was down: once Redis answers again, this replica's copy is the only one.
+    healthy = replica_a.client
+    replica_a.client = dead_client
+    replica_a.put(("C1", "3"), posted)
+    replica_a.client, replica_a._paused_until = healthy, float("-inf")
+    assert replica_a.get(("C1", "3")) == posted
+    assert replica_a.pop(("C1", "3")) == posted
 
 
 def test_keyed_memory_ignores_what_it_cannot_read(
