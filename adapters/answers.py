@@ -44,12 +44,14 @@ def follow_edit(
 ) -> EditedReply | None:
     """The reply's fate after its paste (answered with `record_id`, text digest `digest`) became `text`;
     None when the text is unchanged. The channel's cooldown follows the reply: released for a record it no
-    longer shows, taken for the one it shows now."""
+    longer shows, taken for the one it shows now; a record another reply already shows in the channel
+    (its cooldown held) is not shown twice: the reply goes."""
     if digest and digest == paste_digest(text):
         return None
     card = answer(text)
-    if card is None or card.record_id != record_id:
-        gate.release(place, record_id)
-    if card is not None and card.record_id != record_id:
-        gate.allow(place, card.record_id)
+    if card is not None and card.record_id == record_id:
+        return EditedReply(card)
+    gate.release(place, record_id)
+    if card is not None and not gate.allow(place, card.record_id):
+        return EditedReply(None)
     return EditedReply(card)

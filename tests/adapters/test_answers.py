@@ -93,3 +93,21 @@ def test_a_digest_keeps_nothing_of_the_paste() -> None:
     digest = paste_digest("token xoxb-secret in a paste")
     assert len(digest) == 16 and "xoxb" not in digest
     assert digest == paste_digest("token xoxb-secret in a paste") != paste_digest("another paste")
+
+
+def test_an_edit_to_a_record_another_reply_shows_removes_this_reply() -> None:
+    gate = Cooldown(600, Clock())
+    avg, deform = answer(AVG_POOL), answer(DEFORM)
+    assert avg is not None and deform is not None
+    gate.allow("C1", avg.record_id)
+    gate.allow("C1", deform.record_id)  # another paste's reply shows deform conv in this channel
+    outcome = follow_edit(
+        record_id=avg.record_id,
+        digest=paste_digest(AVG_POOL),
+        text=DEFORM,
+        answer=answer,
+        gate=gate,
+        place="C1",
+    )
+    assert outcome == EditedReply(None)
+    assert gate.allow("C1", avg.record_id)  # nothing shows avg pool any more
