@@ -337,13 +337,13 @@ class Matcher:
             if seconds:
                 for second in words.intersection(seconds):  # iterates the smaller of the two
                     candidates.update(seconds[second])
-        signature = _signature(words)
+        lacking = ~_signature(words)  # the bits of words the message does not hold
         # Literal patterns compare with the message's whitespace runs folded; regexes see it as pasted.
         forms = list(dict.fromkeys((normalize_space(variant), variant) for variant in variants))
         for record_index in candidates:
             if self._specificity[record_index] < MIN_PATTERN_SPECIFICITY:
                 continue
-            if self._signatures[record_index] & ~signature:
+            if self._signatures[record_index] & lacking:
                 continue  # a word the pattern needs is not in the message
             key = self._keys[record_index]
             for folded, pasted in forms:
@@ -396,6 +396,12 @@ class Matcher:
     def _nearest_sites(self, files: list[tuple[str, ...]], line: int | None) -> list[int]:
         """The records of `files` nearest `line` (2 * NEIGHBOURS at most); from many files (another
         version's mod.rs), the nearest one or two of each are weighed against each other."""
+        if len(files) == 1:  # the usual case: the window around the line is the answer
+            ids = self._by_path[files[0]]
+            if line is not None and len(ids) > 2 * NEIGHBOURS:
+                at = bisect_left(self._path_lines[files[0]], line)
+                ids = ids[max(0, at - NEIGHBOURS) : at + NEIGHBOURS]
+            return list(ids[: 2 * NEIGHBOURS])
         per_side = NEIGHBOURS if len(files) <= NEIGHBOUR_FILES else 1
         unknown = 1 << 40  # no line to compare: after every known distance
         nearby: list[tuple[int, int]] = []
