@@ -30,7 +30,10 @@ MACRO_MESSAGE_ARGUMENT: dict[str, int] = {
     "debug_assert_ne": 2,
 }
 EXPECT = "expect"
-KINDS = (*MACRO_MESSAGE_ARGUMENT, EXPECT)
+# burn-tensor's checks: `TensorError::new(<message>)`, optionally `.details(<more>)`, both literal strings or
+# `format!` of one; printed as one numbered reason, the message and its details joined by a space.
+TENSOR_CHECK = "tensor_check"
+KINDS = (*MACRO_MESSAGE_ARGUMENT, EXPECT, TENSOR_CHECK)
 
 BACKGROUND_TAGS: dict[str, str] = {
     "panic": "explicit-panic",
@@ -44,6 +47,7 @@ BACKGROUND_TAGS: dict[str, str] = {
     "todo": "unimplemented-api-stub",
     "unimplemented": "unimplemented-api-stub",
     "unreachable": "unreachable-invariant",
+    TENSOR_CHECK: "tensor-check-failed",
 }
 
 # Test, bench and example code never runs in a user's program, so its panics are not worth a record.
@@ -537,6 +541,8 @@ class _Scanner:
             opener = self.token(index + 2)
             if opener is not None and opener.kind == "punct" and opener.text in _OPEN:
                 self.macro_call(index)
+        elif name == "TensorError" and self.follows(index + 1, (":", ":", "new", "(")):
+            self.tensor_error(index)
         elif name == EXPECT and _is(self.token(index - 1), "punct", ".") and _is(after, "punct", "("):
             arguments = self.arguments(index + 1)
             if len(arguments) == 2 and arguments[1][0] == arguments[1][1]:
@@ -559,6 +565,43 @@ class _Scanner:
                 if message is not None:
                     break
         self.add_site(name, message, self.tokens[self.path_start(index)].start)
+
+    def follows(self, index: int, texts: Sequence[str]) -> bool:
+        """Whether the tokens from `index` on read `texts`."""
+        return all(
+            (token := self.token(index + offset)) is not None and token.text == text
+            for offset, text in enumerate(texts)
+        )
+
+    def tensor_error(self, index: int) -> None:
+        """`TensorError::new(m)[.details(d)]`: the reason "m d" a failed burn-tensor check prints."""
+        opener = index + 4
+        message = self.message_argument(opener)
+        if message is None:
+            return
+        after = self.close_of(opener) + 1
+        if self.follows(after, (".", "details", "(")):
+            details = self.message_argument(after + 2)
+            if details is not None:
+                message = f"{message} {details}"
+        self.add_site(TENSOR_CHECK, message, self.tokens[index].start)
+
+    def message_argument(self, opener: int) -> str | None:
+        """The format string of the call opening at `opener` when its one argument is a string literal
+        (its braces escaped) or `format!` of one; else None."""
+        arguments = self.arguments(opener)
+        if len(arguments) == 2 and arguments[1][0] == arguments[1][1]:
+            arguments.pop()  # a trailing comma
+        if len(arguments) != 1:
+            return None
+        literal = self.lone_string(arguments[0])
+        if literal is not None:
+            return literal.replace("{", "{{").replace("}", "}}")
+        start, end = arguments[0]
+        if self.follows(start, ("format", "!")) and self.close_of(start + 2) + 1 == end:
+            inner = self.arguments(start + 2)
+            return self.lone_string(inner[0]) if inner else None
+        return None
 
     def path_start(self, index: int) -> int:
         """The first token of a path-qualified macro name (`std::panic!`, `$crate::panic!`)."""

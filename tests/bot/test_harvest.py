@@ -442,6 +442,56 @@ BURN_FILES: dict[str, list[tuple[int, list[str]]]] = {
         (120, ["    fn update() {", "            panic!(", f"                {DICE},", "                a, b",
                "            );", "    }"]),
     ],
+    # burn-tensor's checks: `TensorError::new(..)` with or without `.details(..)`, literal or `format!`.
+    "crates/burn-tensor/src/tensor/api/check.rs": [
+        (54, ["    pub(crate) fn into_scalar<const D: usize>(shape: &Shape) -> Self {",
+              "        let mut check = Self::Ok;",
+              "        if shape.num_elements() != 1 {",
+              "            check = check.register(",
+              '                TensorError::new("Only tensors with 1 element can be converted into scalar.")',
+              "                    .details(format!(",
+              '                        "Current tensor has {} elements",',
+              "                        shape.num_elements()",
+              "                    )),",
+              "            );",
+              "        }",
+              "        check",
+              "    }"]),
+        (117, ["    pub(crate) fn narrow(dim: usize, start: usize, length: usize) -> Self {",
+               "        let mut check = Self::Ok;",
+               "        if start + length > size {",
+               "            check = check.register(",
+               '                "Narrow",',
+               "                TensorError::new(format!(",
+               '                    "Can\'t narrow at dimension {dim}, start + length exceeds the size of '
+               'the tensor \\',
+               '                     along this dimension (Size={})",',
+               "                    size",
+               "                )),",
+               "            );",
+               "        }",
+               "        check",
+               "    }"]),
+        (146, ["    pub(crate) fn movedim_args_vec<const D: usize>(dims: &Vec<usize>) -> Self {",
+               "        let mut check = Self::Ok;",
+               "        for (i, &dim_i) in dims.iter().enumerate() {",
+               "            for &dim_j in dims.iter().skip(i + 1) {",
+               "                if dim_i == dim_j {",
+               "                    check = check.register(",
+               '                        TensorError::new("The given dimensions contain duplicates.")'
+               '.details(',
+               "                            format!(",
+               '                            "The dimension {dim_i} is duplicated in the given dimensions '
+               '{dims:?}.",',
+               "                        ),",
+               "                        ),",
+               "                    );",
+               "                }",
+               "            }",
+               "        }",
+               "        check",
+               "    }"]),
+    ],
 }  # fmt: skip
 
 
@@ -469,3 +519,25 @@ def test_burn_lines_give_the_data_set_records_and_sites() -> None:
             if row["id"] in {r.id for r in records}
         ]
         assert [(s.kind, s.line, s.column, s.function, s.is_format) for s in sites] == expected_sites
+
+
+def test_tensor_checks_take_literal_messages_and_details_only() -> None:
+    source = "\n".join(
+        [
+            "fn checks() {",
+            '    TensorError::new("Braces {kept} as written.");',
+            "    TensorError::new(message);",
+            '    TensorError::new("Known part.").details(format!("Shape {:?}", shape));',
+            '    TensorError::new("Only the message.").details(explanation);',
+            '    TensorError::new(format!("Rank {D} and {}", x),);',
+            "}",
+        ]
+    )
+    sites = harvest_source(source, "crates/burn-tensor/src/tensor/api/check.rs", repo="o/r", sha="s")
+    assert [(site.line, site.message) for site in sites] == [
+        (2, "Braces {{kept}} as written."),  # a format message: literal braces escaped
+        (4, "Known part. Shape {:?}"),
+        (5, "Only the message."),
+        (6, "Rank {D} and {}"),
+    ]
+    assert {site.background_tag for site in sites} == {"tensor-check-failed"}
