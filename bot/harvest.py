@@ -380,6 +380,7 @@ class _Scanner:
         self.sha = sha
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.sites: list[HarvestedSite] = []
+        self.test_modules: list[str] = []  # `#[cfg(test)] mod NAME;`: NAME's own file is test code
         self.functions: list[str | None] = []  # one entry per open `{`: the fn whose body it opens, if any
         self.pending_function: str | None = None
 
@@ -463,7 +464,29 @@ class _Scanner:
         if inner:
             # `#![cfg(test)]` makes the rest of the enclosing module (or file) test code.
             return self.end_of_block(close + 1)
+        module = self.out_of_line_module(close + 1)
+        if module is not None:
+            self.test_modules.append(module)
         return self.end_of_item(close + 1)
+
+    def out_of_line_module(self, index: int) -> str | None:
+        """NAME of `[pub[(..)]] mod NAME;` at `index` (after any further attributes): a module in its own
+        file, which the attribute before it makes test code too."""
+        while _is(self.token(index), "punct", "#") and _is(self.token(index + 1), "punct", "["):
+            index = self.close_of(index + 1) + 1
+        if _is(self.token(index), "ident", "pub"):
+            index += 1
+            if _is(self.token(index), "punct", "("):
+                index = self.close_of(index) + 1
+        name = self.token(index + 1)
+        if (
+            _is(self.token(index), "ident", "mod")
+            and name is not None
+            and name.kind == "ident"
+            and _is(self.token(index + 2), "punct", ";")
+        ):
+            return name.text.removeprefix("r#")
+        return None
 
     def is_test_attribute(self, start: int, end: int) -> bool:
         """`#[test]`, `#[tokio::test(...)]` and the like, `#[cfg(test)]`, `#[cfg(all(test, ...))]`."""
@@ -627,18 +650,37 @@ class _Scanner:
         )
 
 
+def test_module_paths(file_path: str, modules: Iterable[str]) -> list[str]:
+    """Where the files of out-of-line test modules declared in `file_path` live (`NAME.rs` and `NAME/`,
+    beside a lib.rs, main.rs or mod.rs, else in the folder named after the file)."""
+    path = normalise_path(file_path)
+    folder, _, name = path.rpartition("/")
+    stem = name.removesuffix(".rs")
+    base = folder if stem in {"lib", "main", "mod"} else f"{folder}/{stem}" if folder else stem
+    prefix = f"{base}/" if base else ""
+    return [candidate for module in modules for candidate in (f"{prefix}{module}.rs", f"{prefix}{module}/")]
+
+
+def harvest_file(text: str, file_path: str, *, repo: str, sha: str) -> tuple[list[HarvestedSite], list[str]]:
+    """`harvest_source`, and the paths (files, and folders ending in `/`) of the test modules this file
+    declares out of line: their sites are test code, though nothing in their own file says so."""
+    path = normalise_path(file_path)
+    if is_skipped_path(path):
+        return [], []
+    # rustc drops a byte order mark and reads CRLF as LF; lines and columns follow.
+    source = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    scanner = _Scanner(source, path, repo, sha)
+    sites = scanner.run()
+    return sites, test_module_paths(path, scanner.test_modules)
+
+
 def harvest_source(text: str, file_path: str, *, repo: str, sha: str) -> list[HarvestedSite]:
     """Panic sites with a literal message in one Rust file, in source order.
 
     Files under `tests/`, `benches/` or `examples/` and code under `#[cfg(test)]` or `#[test]` are skipped.
     Lines and columns are 1-based and point at the macro (or its path) or at `expect`, as Rust reports them.
     """
-    path = normalise_path(file_path)
-    if is_skipped_path(path):
-        return []
-    # rustc drops a byte order mark and reads CRLF as LF; lines and columns follow.
-    source = text.removeprefix("\ufeff").replace("\r\n", "\n")
-    return _Scanner(source, path, repo, sha).run()
+    return harvest_file(text, file_path, repo=repo, sha=sha)[0]
 
 
 def sites_to_records(

@@ -15,7 +15,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from bot.harvest import HarvestedSite, crate_of, harvest_source, is_skipped_path, sites_to_records
+from bot.harvest import (
+    HarvestedSite,
+    crate_of,
+    harvest_file,
+    is_skipped_path,
+    normalise_path,
+    sites_to_records,
+)
 from bot.merge import merge_catalogs
 from bot.records import Catalog, Record, load_catalog
 
@@ -87,6 +94,8 @@ def run_harvest(src: Path, repo: str, sha: str, out: TextIO, dataset_version: st
     files_per_crate: Counter[str] = Counter()
     sites_per_crate: Counter[str] = Counter()
     skipped = 0
+    harvested: list[tuple[str, list[HarvestedSite]]] = []
+    test_paths: set[str] = set()
     for path, relative in files:
         if is_skipped_path(relative):
             skipped += 1
@@ -97,7 +106,14 @@ def run_harvest(src: Path, repo: str, sha: str, out: TextIO, dataset_version: st
             _warn(f"{path}: cannot read: {exc.strerror}")
             code = EXIT_PROBLEMS
             continue
-        found = harvest_source(text, relative, repo=repo, sha=sha)
+        found, test_modules = harvest_file(text, relative, repo=repo, sha=sha)
+        test_paths.update(test_modules)
+        harvested.append((relative, found))
+    for relative, found in harvested:
+        normalised = normalise_path(relative)
+        if normalised in test_paths or any(normalised.startswith(p) for p in test_paths if p.endswith("/")):
+            skipped += 1  # a `#[cfg(test)] mod NAME;` file, or one below it
+            continue
         crate = crate_of(relative, repo)
         files_per_crate[crate] += 1
         sites_per_crate[crate] += len(found)

@@ -77,6 +77,23 @@ def test_harvest_walks_sorted_paths_skips_test_code_and_summarises_per_crate(
     assert "total: 3 files (1 test/bench/example files skipped), 4 sites, 3 records" in err
 
 
+def test_harvest_skips_the_files_of_out_of_line_test_modules(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "crates/burn-a/src/lib.rs": 'mod ops;\n#[cfg(test)]\nmod tests;\nfn f() { panic!("A lib"); }\n',
+            "crates/burn-a/src/tests.rs": 'fn t() { panic!("unit test beside lib.rs"); }\n',
+            "crates/burn-a/src/ops.rs": '#[cfg(test)]\npub(crate) mod checks;\nfn f() { panic!("A ops"); }\n',
+            "crates/burn-a/src/ops/checks/mod.rs": 'fn t() { panic!("unit test of ops"); }\n',
+            "crates/burn-a/src/ops/checks/more.rs": 'fn t() { panic!("below the test module"); }\n',
+            "crates/burn-a/src/ops/kernels.rs": 'fn k() { panic!("A kernels"); }\n',
+        },
+    )
+    code, lines = harvest(tmp_path)
+    assert code == 0
+    assert sorted(line["record"]["errorMessage"] for line in lines) == ["A kernels", "A lib", "A ops"]
+
+
 def test_harvest_output_loads_as_a_catalog(tmp_path: Path) -> None:
     write_tree(tmp_path / "src", {"crates/burn-a/src/lib.rs": 'fn f() { panic!("Loads {}", 1); }\n'})
     out = io.StringIO()
