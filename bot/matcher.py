@@ -1,9 +1,10 @@
 """The index over a catalog and the lookup: panics in, ranked matches and an auto-reply decision out.
 
-Signals, strongest first: the record's messagePattern (RE2, weighed by how much literal text it has), the
-location (same file, then line distance, so another Burn version still finds its site), and rapidfuzz
-similarity of the literal text for typed queries and typos. Candidates come from inverted indexes, so a
-lookup touches a few records, not the catalog.
+Signals, strongest first: the record's messagePattern (literal segments found with str.find, or RE2 for a
+regex of its own; weighed by how much literal text it has), the location (same file, then line distance, so
+another Burn version still finds its site), and rapidfuzz similarity of the literal text for typed queries
+and typos. Candidates come from inverted indexes and word signatures, so a lookup touches a few records,
+not the catalog.
 """
 
 from __future__ import annotations
