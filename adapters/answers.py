@@ -55,3 +55,14 @@ def follow_edit(
     if card is not None and not gate.allow(place, card.record_id):
         return EditedReply(None)
     return EditedReply(card)
+
+
+def undo_edit(gate: CooldownGate, place: str, *, shown: str, previous: str, reply_gone: bool) -> None:
+    """The reply could not be changed to show `shown`: the cooldown goes back to the record it still
+    shows (`previous`), or is freed when the reply turned out to be gone."""
+    if shown != previous:
+        gate.release(place, shown)
+        if not reply_gone:
+            gate.allow(place, previous)
+    elif reply_gone:
+        gate.release(place, previous)

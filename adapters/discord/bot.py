@@ -21,7 +21,7 @@ import yarl
 from discord import app_commands
 from discord.gateway import DiscordWebSocket
 
-from adapters.answers import follow_edit, paste_digest, unasked_card
+from adapters.answers import follow_edit, paste_digest, unasked_card, undo_edit
 from adapters.discord import render
 from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
 from adapters.discord.settings import DiscordSettings
@@ -490,8 +490,18 @@ class PanicHandlers:
             await channel.get_partial_message(posted.reply_id).edit(**_send_kwargs(message))
         except discord.HTTPException as exc:
             self._refused(exc, "editing reply %s in %s", posted.reply_id, posted.channel_id)
-            if isinstance(exc, discord.NotFound):
+            gone = isinstance(exc, discord.NotFound)
+            if gone:
                 self._forget(posted.reply_id)
+            else:
+                self._remember(payload.message_id, posted)  # it still shows what it showed
+            undo_edit(
+                self.state.gate,
+                str(posted.channel_id),
+                shown=card.record_id,
+                previous=posted.record_id,
+                reply_gone=gone,
+            )
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         if not self.state.track():

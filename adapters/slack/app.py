@@ -22,7 +22,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.answers import follow_edit, paste_digest, unasked_card
+from adapters.answers import follow_edit, paste_digest, unasked_card, undo_edit
 from adapters.observe import Observer, Observers
 from adapters.shared_state import RATE_LIMITED_MESSAGE, RateLimit
 from adapters.slack import render
@@ -47,6 +47,8 @@ log = logging.getLogger("panicbot.slack")
 COMMAND = "/panic"
 SHORTCUT_CALLBACK_ID = "explain_panic"
 PLATFORM = "slack"
+# chat.update errors that mean the reply is not there to change any more.
+REPLY_GONE_ERRORS = frozenset({"message_not_found", "channel_not_found", "is_archived"})
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 # Messages that are someone's words; joins, topic changes, bot posts and the like are not.
 _AUTO_REPLY_SUBTYPES = {None, "thread_broadcast", "file_share"}
@@ -348,8 +350,16 @@ class _Handlers:
         try:
             await client.chat_update(channel=channel, ts=reply.ts, text=message.text, blocks=message.blocks)
         except SlackApiError as exc:
-            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
-            log.warning("chat.update failed in %s: %s", channel, exc.response.get("error"))
+            error = str(exc.response.get("error"))
+            self.state.observer.api_error(PLATFORM, error)
+            log.warning("chat.update failed in %s: %s", channel, error)
+            gone = error in REPLY_GONE_ERRORS
+            if gone:
+                self.state.replies.pop(key)
+            else:
+                self.state.replies.put(key, reply)  # it still shows what it showed
+            shown, previous = card.record_id, reply.record_id
+            undo_edit(self.state.gate, channel, shown=shown, previous=previous, reply_gone=gone)
 
     async def _on_delete(self, event: dict[str, Any], client: AsyncWebClient) -> None:
         channel = event.get("channel", "")

@@ -891,6 +891,9 @@ def test_edit_of_a_reply_that_is_gone_is_logged(
             await h.fake.edit(paste, AVG_POOL_PASTE)
             await h.settle()
             assert len(h.fake.calls_to(EDIT)) == 1  # forgotten, not retried
+            # Nothing shows either record in the channel now: both are answered again.
+            for text in (DEFORM_PASTE, AVG_POOL_PASTE):
+                await h.reply_to(await h.fake.post(HELP_CHANNEL_ID, text))
 
     run(scenario())
 

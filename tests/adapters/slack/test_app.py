@@ -660,6 +660,29 @@ def test_edit_to_another_panic_updates_the_reply(slack_env: pytest.MonkeyPatch) 
     run(scenario())
 
 
+@pytest.mark.parametrize(("error", "gone"), [("message_not_found", True), ("internal_error", False)])
+def test_a_failed_update_leaves_the_cooldown_with_what_the_channel_shows(
+    slack_env: pytest.MonkeyPatch, error: str, gone: bool
+) -> None:
+    async def scenario() -> None:
+        async with running(slack_env) as h:
+            paste, _ = await h.auto_reply()
+            h.fake.fail("chat.update", error)
+            await h.event(edit_event(paste, DEFORM_PASTE))
+            await h.fake.wait_for(lambda: h.fake.calls_to("chat.update"), what="the refused update")
+            await h.settle()
+            # The reply never showed deform conv: a deform paste here is answered.
+            _, deform = await h.auto_reply(DEFORM_PASTE)
+            assert header(deform) == DEFORM_TITLE
+            posts = len(h.fake.calls_to("chat.postMessage"))
+            await h.event(message_event(AVG_POOL_PASTE))
+            await h.settle()
+            # Gone: nothing shows avg pool any more, so it is answered. Still there: it still shows it.
+            assert len(h.fake.calls_to("chat.postMessage")) == posts + int(gone)
+
+    run(scenario())
+
+
 def test_edit_to_chat_deletes_the_reply(slack_env: pytest.MonkeyPatch) -> None:
     async def scenario() -> None:
         async with running(slack_env) as h:
