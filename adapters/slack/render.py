@@ -43,6 +43,7 @@ MAX_BLOCKS = 49
 MESSAGE_BUDGET = 12_000
 FALLBACK_MAX = 300
 CONTEXT_MAX = 1_000
+BUTTON_VALUE_MAX = ButtonElement.value_max_length  # 2,000
 # A part cut below this many characters says too little to keep: it is dropped instead.
 MIN_PART = 200
 # Each squeeze keeps this share of the part it shrinks.
@@ -385,6 +386,13 @@ def _card_blocks(
         blocks.append(_context(f"{_VOTE_EMOJI['up']} {up} · {_VOTE_EMOJI['down']} {down}"))
     buttons = []
     value = action_value(record_id, lookup_key, card.confidence, shared_by)
+    if len(value) > BUTTON_VALUE_MAX:
+        # A record id (or a name) too long to ride in a button: the card goes out without the buttons
+        # that would carry it rather than not at all.
+        lookup_key, shared_by = None, None
+        value = action_value(record_id, None, card.confidence, None)
+        if len(value) > BUTTON_VALUE_MAX:
+            return blocks
     if ephemeral:
         buttons.append(_button("Share in channel", ACTION_SHARE, value, "primary"))
         if more_available and lookup_key:

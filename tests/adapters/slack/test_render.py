@@ -416,6 +416,15 @@ def test_share_and_more_only_on_ephemeral_cards(avg_pool: Card) -> None:
     assert list(alone) == [ACTION_SHARE, ACTION_VOTE_UP, ACTION_VOTE_DOWN]
 
 
+def test_a_record_id_too_long_for_a_button_still_gets_its_card(avg_pool: Card) -> None:
+    long_name = buttons(card_message(avg_pool, ephemeral=True, record_id="r" * 1900, lookup_key="k" * 300))
+    assert ACTION_MORE not in long_name and ACTION_SHARE in long_name  # the alternatives had to go
+    assert all(len(button["value"]) <= 2000 for button in long_name.values())
+    enormous = card_message(avg_pool, ephemeral=True, record_id="r" * 2500, lookup_key="k")
+    assert_valid(enormous)
+    assert buttons(enormous) == {}
+
+
 @pytest.mark.parametrize(
     ("vote", "line", "up_style", "down_style"),
     [
