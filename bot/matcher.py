@@ -27,7 +27,7 @@ from bot.paths import common_suffix_length, path_parts
 from bot.patterns import (
     LiteralPattern,
     PatternHit,
-    match_literal,
+    match_literal_word,
     match_pattern,
     normalize_space,
     record_key,
@@ -349,7 +349,7 @@ class Matcher:
             key = self._keys[record_index]
             for folded, pasted in forms:
                 if isinstance(key, tuple):
-                    hit = match_literal(key, folded)
+                    hit = match_literal_word(key, folded)
                     if hit is not None and folded is not pasted:
                         hit = unfold_span(hit, pasted)  # the span as pasted, line breaks and all
                 else:

@@ -52,7 +52,7 @@ def record_key(pattern: str | None, message: str) -> tuple[LiteralPattern | str,
 def match_record(key: LiteralPattern | str, text: str) -> PatternHit | None:
     """`key` (from `record_key`) against a message as pasted; a literal hit's span is in the folded text."""
     if isinstance(key, tuple):
-        return match_literal(key, normalize_space(text))
+        return match_literal_word(key, normalize_space(text))
     return match_pattern(key, text)
 
 
@@ -73,6 +73,9 @@ def normalize_space(text: str) -> str:
         return _SPACE_RUN.sub(" ", text)
     return text  # most text has single spaces only: a few scans beat a regex
 
+
+# A pattern met only inside identifiers this many times in one text is taken as not there.
+WORD_START_ATTEMPTS = 16
 
 LiteralPattern = tuple[str, ...]
 """A plain pattern as `match_literal` reads it: its literal segments, whitespace runs as one space and the
@@ -117,6 +120,32 @@ def _unfold(position: int, text: str) -> int:
             break
         shift += len(run.group()) - 1
     return position + shift
+
+
+def match_literal_word(parts: LiteralPattern, text: str) -> PatternHit | None:
+    """`match_literal`, where a match inside the text must not start or end inside an identifier:
+    `matmul: dtype mismatch` is not in `int_matmul: dtype mismatch` (Rust prints a message whole, so its
+    first and last words are never glued to others)."""
+    offset = 0
+    for _ in range(WORD_START_ATTEMPTS):
+        hit = match_literal(parts, text[offset:] if offset else text)
+        if hit is None:
+            return None
+        start, end = hit.start + offset, hit.end + offset
+        if not (parts[0] and start > 0 and _glued(text[start - 1], text[start])):
+            if parts[-1] and end < len(text) and _glued(text[end - 1], text[end]):
+                return None
+            return PatternHit(hit.mode if offset == 0 else "contained", start, end)
+        offset = start + 1  # look further on for a place that starts a word
+    return None
+
+
+def _glued(left: str, right: str) -> bool:
+    return _is_word_character(left) and _is_word_character(right)
+
+
+def _is_word_character(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _follow(parts: LiteralPattern, first: int, stop: int, text: str, position: int) -> int:

@@ -9,6 +9,7 @@ from bot.patterns import (
     PatternHit,
     literal_pattern,
     match_literal,
+    match_literal_word,
     match_pattern,
     normalize_space,
     tolerant_regex,
@@ -89,3 +90,33 @@ def test_an_unfolded_span_covers_the_same_text_as_pasted(segments: list[str], me
         == normalize_space(message)[hit.start : hit.end]
     )
     assert unfolded.mode == hit.mode
+
+
+def test_a_match_inside_a_text_starts_and_ends_on_word_boundaries() -> None:
+    parts = literal_pattern(["matmul: dtype mismatch"])
+    assert match_literal_word(parts, "int_matmul: dtype mismatch") is None  # another message's tail
+    assert match_literal_word(parts, "got `matmul: dtype mismatch` here") == PatternHit("contained", 5, 27)
+    assert match_literal_word(parts, "matmul: dtype mismatched") is None
+    # A glued first place does not hide a clean one later on.
+    hit = match_literal_word(parts, "int_matmul: dtype mismatch and then matmul: dtype mismatch")
+    assert hit == PatternHit("contained", 36, 58)
+    # A placeholder at either end may hold anything, glued or not.
+    assert (
+        match_literal_word(literal_pattern(["", " is not registered"]), "x_y is not registered") is not None
+    )
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(_SEGMENT, min_size=1, max_size=4), _MESSAGE)
+def test_word_matching_only_ever_drops_a_match(segments: list[str], message: str) -> None:
+    parts, text = literal_pattern(segments), normalize_space(message)
+    word = match_literal_word(parts, text)
+    if word is None:
+        return
+    assert match_literal(parts, text) is not None
+
+    def glued(at: int) -> bool:
+        return 0 < at < len(text) and all(c.isalnum() or c == "_" for c in text[at - 1 : at + 1])
+
+    assert not (parts[0] and glued(word.start))
+    assert not (parts[-1] and glued(word.end))
