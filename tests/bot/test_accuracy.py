@@ -97,3 +97,30 @@ def test_confidence_is_calibrated_enough(outcomes: list[tuple[Case, LookupResult
     for band, hits in bands.items():
         if len(hits) >= 30:
             assert sum(hits) / len(hits) >= band, (band, sum(hits), len(hits))
+
+
+def test_a_lookup_verifies_a_handful_of_patterns_and_compiles_none(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's selectivity, counted rather than timed: a paste is checked against a few candidate
+    patterns (not the catalog), and plain patterns never cost an RE2 program."""
+    import bot.matcher as matcher_module
+    from bot import patterns
+
+    matcher = Matcher(load_catalog([data_dir / "burn-panics.jsonl"]).records)
+    calls = 0
+    literal = matcher_module.match_literal_word
+
+    def counted(parts: tuple[str, ...], text: str) -> object:
+        nonlocal calls
+        calls += 1
+        return literal(parts, text)
+
+    monkeypatch.setattr(matcher_module, "match_literal_word", counted)
+    patterns.compile_pattern.cache_clear()
+    cases = [case for case in all_cases(data_dir, seed=3, per_format=20) if case.fmt == "hdr-new"]
+    for case in cases:
+        matcher.lookup(case.text)
+    assert cases and calls / len(cases) < 10, calls / len(cases)
+    compiled = patterns.compile_pattern.cache_info().misses
+    assert compiled <= 2  # the catalog's two records with a regex of their own, at most
