@@ -69,15 +69,17 @@ TEXT_ANSWER_PANIC = 0.9
 RIVAL_MIN_COVERAGE = 0.5
 MAX_QUERY_CHARS = 16_000  # a message with a long Debug value in it still matches its pattern
 MAX_RESULTS = 5
-SIGNATURE_BITS = 128
+SIGNATURE_BITS = 128  # of a pattern's word signature (two bits a word)
 # A pasted location adds the pasted file's records nearest the line as candidates: this many on each side
 # (twice this many in all), in up to NEIGHBOUR_FILES files; among more files of that name (another
 # version's mod.rs), the nearest one on each side of each file compete.
 NEIGHBOURS = 8
-NEAR_MIN_LENGTH = 4  # shorter unknown words are not corrected
-NEAR_CACHE_SIZE = 50_000
 NEIGHBOUR_FILES = 4
 MAX_NEIGHBOUR_FILES = 512  # a file name found at more paths than this: only the first ones are searched
+# Typo correction: an unknown word this long or longer is replaced by its nearest catalog words, and the
+# answers for this many words are kept (chat repeats its words).
+NEAR_MIN_LENGTH = 4
+NEAR_CACHE_SIZE = 50_000
 _RECORD_ID = np.dtype(f"=u{array('I').itemsize}")  # postings are array("I") of record positions
 
 
