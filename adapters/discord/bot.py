@@ -93,6 +93,8 @@ class DiscordState:
         # paste message id -> our reply; reply id -> paste message id (a deleted reply is forgotten).
         self.replies: ExpiringMap[int, PostedReply] = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
         self.reply_sources: ExpiringMap[int, int] = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
+        # channel id -> its parent's id (0: none) for threads the client had not cached.
+        self.thread_parents: ExpiringMap[int, int] = ExpiringMap(24 * 3600, 10_000, self.clock)
 
     @property
     def gate(self) -> CooldownGate:
@@ -349,6 +351,27 @@ class PanicHandlers:
             return ""
         return data[:cap].decode("utf-8", errors="replace")
 
+    async def in_help_place(self, message: discord.Message) -> bool:
+        """`in_help_channel`, for a message whose channel the client has not cached too: a thread archived
+        before the bot connected, brought back by this message. Its parent is asked once, then kept."""
+        channel = message.channel
+        if self.in_help_channel(channel):
+            return True
+        if not isinstance(channel, discord.PartialMessageable) or not self.settings.discord_help_channel_ids:
+            return False
+        parent = self.state.thread_parents.get(channel.id)
+        if parent is None:
+            try:
+                fetched = await self.client.fetch_channel(channel.id)
+            except discord.NotFound:
+                fetched = None  # not a channel the bot may see: remembered as having no parent
+            except discord.HTTPException as exc:
+                self._refused(exc, "finding the parent of channel %s", channel.id)
+                return False
+            parent = getattr(fetched, "parent_id", None) or 0
+            self.state.thread_parents.put(channel.id, parent)
+        return parent in self.settings.discord_help_channel_ids
+
     def in_help_channel(self, channel: Any) -> bool:
         """A help channel itself, or a thread in one: a forum post is a thread whose parent is the forum."""
         ids = self.settings.discord_help_channel_ids
@@ -390,7 +413,7 @@ class PanicHandlers:
         if self.mentions_me(message):
             await self.on_mention(message)
             return
-        if message.guild is not None and self.in_help_channel(message.channel):
+        if message.guild is not None and await self.in_help_place(message):
             await self.auto_reply(message)
 
     async def auto_reply(self, message: discord.Message) -> None:

@@ -456,6 +456,11 @@ class FakeDiscord:
         self.identifies: list[dict[str, Any]] = []
         self.sessions = 0  # READY (and the guild) sent: events sent from now on find the guild cached
         self.messages: dict[int, dict[str, Any]] = {}
+        # Threads Discord knows, for GET /channels/{id}: announced at start-up or later, or never (an
+        # archived thread the bot has not seen, brought back by a new message).
+        self.threads: dict[int, dict[str, Any]] = {
+            FORUM_POST_ID: thread_json(FORUM_POST_ID, FORUM_ID, "old post")
+        }
         self.interactions: dict[int, FakeInteraction] = {}
         self.files: dict[str, bytes] = {}
         self.reject_intents = False
@@ -475,6 +480,7 @@ class FakeDiscord:
             ("GET", "/users/@me", self._me),
             ("GET", "/oauth2/applications/@me", self._application),
             ("PUT", "/applications/{application_id}/commands", self._bulk_overwrite),
+            ("GET", "/channels/{channel_id}", self._get_channel),
             ("POST", "/channels/{channel_id}/messages", self._create_message),
             ("GET", "/channels/{channel_id}/messages/{message_id}", self._get_message),
             ("PATCH", "/channels/{channel_id}/messages/{message_id}", self._edit_message),
@@ -640,12 +646,17 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_CREATE", message)
         return message
 
+    def unannounced_thread(self, parent_id: int, *, title: str = "old help post") -> int:
+        """A thread that exists but was never announced to the bot (archived before it connected)."""
+        thread_id = snowflake()
+        self.threads[thread_id] = thread_json(thread_id, parent_id, title)
+        return thread_id
+
     async def new_forum_post(self, content: str, *, title: str = "help: panic") -> dict[str, Any]:
         """A new post in the forum: THREAD_CREATE, then its starter message (same id as the thread)."""
         thread_id = snowflake()
-        await self.dispatch(
-            "THREAD_CREATE", {**thread_json(thread_id, FORUM_ID, title), "newly_created": True}
-        )
+        self.threads[thread_id] = thread_json(thread_id, FORUM_ID, title)
+        await self.dispatch("THREAD_CREATE", {**self.threads[thread_id], "newly_created": True})
         return await self.post(thread_id, content, message_id=thread_id)
 
     async def edit(self, message: dict[str, Any], content: str) -> dict[str, Any]:
@@ -1032,6 +1043,14 @@ class FakeDiscord:
             await self.dispatch(
                 event, {**message, "guild_id": str(GUILD_ID), "member": member_json(BOT_ID, with_user=False)}
             )
+
+    async def _get_channel(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return _unauthorised()
+        thread = self.threads.get(int(request.match_info["channel_id"]))
+        if thread is None:
+            return _json({"message": "Unknown Channel", "code": 10003}, 404)
+        return _json(thread)
 
     async def _create_message(self, request: web.Request) -> web.Response:
         if not self._authorised(request):

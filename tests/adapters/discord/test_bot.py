@@ -277,6 +277,30 @@ def test_forum_posts_are_answered_in_their_thread(discord_env: pytest.MonkeyPatc
     run(scenario())
 
 
+def test_a_thread_the_bot_never_saw_is_answered_when_its_parent_is_a_help_channel(
+    discord_env: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        async with running(discord_env) as h:
+            revived = h.fake.unannounced_thread(FORUM_ID)
+            reply = await h.reply_to(await h.fake.post(revived, AVG_POOL_PASTE))
+            assert title_of(reply.body) == AVG_POOL_TITLE
+            await h.reply_to(await h.fake.post(revived, DEFORM_PASTE))
+            assert len(h.fake.calls_to("GET /channels/{channel_id}")) == 1  # its parent is asked once
+            # A thread under a channel that is not a help channel stays quiet.
+            elsewhere = h.fake.unannounced_thread(GENERAL_CHANNEL_ID)
+            await h.fake.post(elsewhere, AVG_POOL_PASTE)
+            # A channel Discord will not show the bot: asked once, then remembered as no help place.
+            hidden = 1_190_000_000_000_000_999
+            for _ in range(2):
+                await h.fake.post(hidden, AVG_POOL_PASTE)
+                await h.settle()
+            assert len(h.answers()) == 2
+            assert len(h.fake.calls_to("GET /channels/{channel_id}")) == 3
+
+    run(scenario())
+
+
 @pytest.mark.parametrize(
     ("channel", "text", "options"),
     [
