@@ -11,9 +11,6 @@ import re2
 
 from bot.rust_messages import escape_literal, pattern_segments, split_format_string
 
-_WHITESPACE = re.compile(r"\s+")
-# `\s+` left at either end by a message that starts or ends with a space.
-_EDGE_SPACE = re.compile(r"^(?:\\s\+)+|(?:\\s\+)+$")
 # RE2's `\s`: the whitespace a tolerant pattern treats as one space.
 _SPACE_RUN = re.compile(r"[ \t\n\r\f]+")
 
@@ -56,17 +53,6 @@ def match_record(key: LiteralPattern | str, text: str) -> PatternHit | None:
     return match_pattern(key, text)
 
 
-def tolerant_regex(segments: list[str]) -> str:
-    """A regex for a plain pattern that survives what chat and terminals do to whitespace: any run of
-    spaces or line breaks matches any other, and spaces at either end (lost in every paste) are optional."""
-    parts = []
-    for segment in segments:
-        words = [escape_literal(word) for word in _WHITESPACE.split(segment)]
-        parts.append(r"\s+".join(words))
-    regex = "(.+?)".join(parts)
-    return _EDGE_SPACE.sub("", regex)
-
-
 def normalize_space(text: str) -> str:
     """Every run of whitespace as one space: the form a literal pattern is compared with."""
     if "  " in text or "\n" in text or "\t" in text or "\r" in text or "\f" in text:
@@ -78,8 +64,9 @@ def normalize_space(text: str) -> str:
 WORD_START_ATTEMPTS = 16
 
 LiteralPattern = tuple[str, ...]
-"""A plain pattern as `match_literal` reads it: its literal segments, whitespace runs as one space and the
-spaces at either end dropped. It matches what `tolerant_regex` of the same segments matches."""
+r"""A plain pattern as `match_literal` reads it: its literal segments, whitespace runs as one space and the
+spaces at either end dropped. It matches what a regex of the segments matches when its spaces are `\s+` and
+the spaces at its ends are optional (tests/bot/test_patterns.py checks it against RE2)."""
 
 
 def literal_pattern(segments: list[str]) -> LiteralPattern:

@@ -53,17 +53,10 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def safe_tokens(segments: list[str]) -> set[str]:
-    """Tokens of the literal text that a filled-in message is sure to contain as whole tokens.
-
-    A word touching a placeholder (`{}elements`) can merge with the value (`5elements` is fine, `xelements`
-    is not), so it is left out.
-    """
-    return segment_tokens(segments)[1]
-
-
 def segment_tokens(segments: list[str]) -> tuple[set[str], set[str]]:
-    """All tokens of the literal segments, and the safe ones among them (see `safe_tokens`)."""
+    """All tokens of the literal segments, and the safe ones among them: those a filled-in message is sure
+    to hold as whole tokens. A word touching a placeholder (`{}elements`) can merge with the value
+    (`5elements` is fine, `xelements` is not), so it is not safe."""
     every: set[str] = set()
     safe: set[str] = set()
     last = len(segments) - 1

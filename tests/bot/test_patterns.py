@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,9 +14,16 @@ from bot.patterns import (
     match_literal_word,
     match_pattern,
     normalize_space,
-    tolerant_regex,
     unfold_span,
 )
+from bot.rust_messages import escape_literal
+
+
+def tolerant_regex(segments: list[str]) -> str:
+    """The reference: a regex of the segments whose whitespace runs are `\\s+`, spaces at either end
+    optional, each placeholder `(.+?)`. The literal matcher must meet exactly what it meets (in RE2)."""
+    parts = [r"\s+".join(escape_literal(word) for word in re.split(r"\s+", segment)) for segment in segments]
+    return re.sub(r"^(?:\\s\+)+|(?:\\s\+)+$", "", "(.+?)".join(parts))
 
 
 def both(segments: list[str], message: str) -> tuple[PatternHit | None, PatternHit | None]:
