@@ -27,87 +27,58 @@ class Clock:
         return self.now
 
 
+AVG_POOL_ID = "8d1d2fa6df3880bd"
+
+
+def edit_avg_pool_reply(gate: Cooldown, text: str) -> EditedReply | None:
+    """The avg-pool paste, answered in C1, edited to `text`."""
+    return follow_edit(
+        record_id=AVG_POOL_ID, digest=paste_digest(AVG_POOL), text=text, answer=answer, gate=gate, place="C1"
+    )
+
+
 def test_only_a_paste_confident_enough_gets_an_unasked_card() -> None:
     card = answer(AVG_POOL)
-    assert card is not None and "avg pool" in card.title
+    assert card is not None and "avg pool" in card.title and card.record_id == AVG_POOL_ID
     assert answer("how do I train on two GPUs?") is None
     assert answer("avg pool backward") is None  # a typed query is for /panic, not for auto-reply
 
 
 def test_an_edit_that_keeps_the_text_changes_nothing() -> None:
     gate = Cooldown(600, Clock())
-    record = answer(AVG_POOL)
-    assert record is not None
-    assert gate.allow("C1", record.record_id)
-    assert (
-        follow_edit(
-            record_id=record.record_id,
-            digest=paste_digest(AVG_POOL),
-            text=AVG_POOL,
-            answer=answer,
-            gate=gate,
-            place="C1",
-        )
-        is None
-    )
-    assert not gate.allow("C1", record.record_id)  # still cooling down
+    assert gate.allow("C1", AVG_POOL_ID)
+    assert edit_avg_pool_reply(gate, AVG_POOL) is None
+    assert not gate.allow("C1", AVG_POOL_ID)  # still cooling down
 
 
 def test_an_edit_to_another_panic_moves_the_cooldown_to_its_record() -> None:
     gate = Cooldown(600, Clock())
-    avg = answer(AVG_POOL)
     deform = answer(DEFORM)
-    assert avg is not None and deform is not None
-    gate.allow("C1", avg.record_id)
-    outcome = follow_edit(
-        record_id=avg.record_id,
-        digest=paste_digest(AVG_POOL),
-        text=DEFORM,
-        answer=answer,
-        gate=gate,
-        place="C1",
-    )
-    assert outcome == EditedReply(deform)
-    assert gate.allow("C1", avg.record_id)  # released: the reply no longer shows it
+    assert deform is not None
+    gate.allow("C1", AVG_POOL_ID)
+    assert edit_avg_pool_reply(gate, DEFORM) == EditedReply(deform)
+    assert gate.allow("C1", AVG_POOL_ID)  # released: the reply no longer shows it
     assert not gate.allow("C1", deform.record_id)  # taken by the reply
 
 
 def test_an_edit_that_no_longer_warrants_a_reply_removes_it_and_frees_the_record() -> None:
     gate = Cooldown(600, Clock())
-    avg = answer(AVG_POOL)
-    assert avg is not None
-    gate.allow("C1", avg.record_id)
-    outcome = follow_edit(
-        record_id=avg.record_id,
-        digest=paste_digest(AVG_POOL),
-        text="never mind, fixed it",
-        answer=answer,
-        gate=gate,
-        place="C1",
-    )
-    assert outcome == EditedReply(None)
-    assert gate.allow("C1", avg.record_id)
-
-
-def test_a_digest_keeps_nothing_of_the_paste() -> None:
-    digest = paste_digest("token xoxb-secret in a paste")
-    assert len(digest) == 16 and "xoxb" not in digest
-    assert digest == paste_digest("token xoxb-secret in a paste") != paste_digest("another paste")
+    gate.allow("C1", AVG_POOL_ID)
+    assert edit_avg_pool_reply(gate, "never mind, fixed it") == EditedReply(None)
+    assert gate.allow("C1", AVG_POOL_ID)
 
 
 def test_an_edit_to_a_record_another_reply_shows_removes_this_reply() -> None:
     gate = Cooldown(600, Clock())
-    avg, deform = answer(AVG_POOL), answer(DEFORM)
-    assert avg is not None and deform is not None
-    gate.allow("C1", avg.record_id)
+    deform = answer(DEFORM)
+    assert deform is not None
+    gate.allow("C1", AVG_POOL_ID)
     gate.allow("C1", deform.record_id)  # another paste's reply shows deform conv in this channel
-    outcome = follow_edit(
-        record_id=avg.record_id,
-        digest=paste_digest(AVG_POOL),
-        text=DEFORM,
-        answer=answer,
-        gate=gate,
-        place="C1",
-    )
-    assert outcome == EditedReply(None)
-    assert gate.allow("C1", avg.record_id)  # nothing shows avg pool any more
+    assert edit_avg_pool_reply(gate, DEFORM) == EditedReply(None)
+    assert gate.allow("C1", AVG_POOL_ID)  # nothing shows avg pool any more
+
+
+def test_a_digest_tells_texts_apart_in_16_characters() -> None:
+    digest = paste_digest("token xoxb-secret in a paste")
+    assert len(digest) == 16
+    assert digest == paste_digest("token xoxb-secret in a paste") != paste_digest("another paste")
