@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from bot.matcher import Matcher
 from bot.records import Record
 from bot.rust_messages import pattern_from_message
@@ -314,3 +316,14 @@ def test_an_empty_message_pattern_is_derived_from_the_message() -> None:
     )
     assert blank.lookup(header("src/main.rs", 1, "something else entirely")).best is None
     assert blank.lookup(header("crates/x/src/p.rs", 3, "Invalid separator / in path")).best is not None
+
+
+def test_typo_corrections_kept_for_reuse_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.matcher as matcher_module
+
+    monkeypatch.setattr(matcher_module, "NEAR_CACHE_SIZE", 3)
+    typos = Matcher(CATALOG)
+    for word in ("diferentiate", "backwrd", "deformm", "avrage", "convolutin", "unsuported"):
+        typos.lookup(f"cant {word} pool")
+        assert len(typos._near_cache) <= 3
+    assert typos.lookup("Cant diferentiate deform conv 2d backwrd").matches[0].record.id == "deform"

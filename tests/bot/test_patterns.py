@@ -129,3 +129,13 @@ def test_word_matching_only_ever_drops_a_match(segments: list[str], message: str
 
     assert not (parts[0] and glued(word.start))
     assert not (parts[-1] and glued(word.end))
+
+
+def test_a_pattern_glued_inside_words_too_often_is_taken_as_absent() -> None:
+    from bot.patterns import WORD_START_ATTEMPTS
+
+    parts = literal_pattern(["matmul: dtype mismatch"])
+    glued = " ".join(["int_matmul: dtype mismatch"] * (WORD_START_ATTEMPTS - 1))
+    assert match_literal_word(parts, f"{glued} matmul: dtype mismatch") is not None
+    glued = " ".join(["int_matmul: dtype mismatch"] * WORD_START_ATTEMPTS)
+    assert match_literal_word(parts, f"{glued} matmul: dtype mismatch") is None  # bounded work
