@@ -29,3 +29,55 @@ def test_huge_pastes_are_cut() -> None:
 @given(st.text())
 def test_normalize_never_raises(text: str) -> None:
     assert isinstance(normalize_chat_text(text), str)
+
+
+def test_cursor_movements_break_lines_and_bars_are_dropped() -> None:
+    bar = "[00:00:03] \u2588\u2588\u2588\u2588\u2591\u2591 41/100"
+    text = f"before\x1b[2K\x1b[1A\x1b[2K{bar}\rafter\x1b[K done\r\n{bar}\nkept 41/100 [ok]"
+    assert normalize_chat_text(text) == "before\nafter done\nkept 41/100 [ok]"
+    # A bar's line that holds a panic stays: the panic was written on it.
+    glued = f"{bar}thread 'main' panicked at src/a.rs:1:2:"
+    assert normalize_chat_text(glued) == glued
+
+
+def test_literal_line_breaks_are_undone_only_around_a_panic() -> None:
+    assert normalize_chat_text("path C:\\new\\nested and \\n kept") == "path C:\\new\\nested and \\n kept"
+    assert normalize_chat_text("x called `Option::unwrap()` on a `None` value\\nnext") == (
+        "x called `Option::unwrap()` on a `None` value\nnext"
+    )
+    assert normalize_chat_text('log={"msg":"panicked at a.rs:1:2:\\n\\"q\\""} end') == (
+        'log={"msg":\npanicked at a.rs:1:2:\n"q"\n} end'
+    )
+
+
+def test_a_longer_limit_reads_further() -> None:
+    assert len(normalize_chat_text("x" * (MAX_TEXT_CHARS + 10), MAX_TEXT_CHARS + 5)) == MAX_TEXT_CHARS + 5
+
+
+PIECES = st.sampled_from(
+    [
+        "\\n",
+        "\\r\\n",
+        '"',
+        '\\"',
+        "{",
+        ":",
+        "\\",
+        "\r",
+        "\x1b[2K",
+        "\x1b[1A",
+        "\u2588\u2588\u2588",
+        "1/2",
+        "\n",
+        "panicked at ",
+        "called `Result::",
+        "C:\\a\\nb.rs",
+    ]
+)
+
+
+@given(st.lists(st.one_of(PIECES, st.text(max_size=5)), max_size=30))
+def test_the_new_paths_never_raise(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert isinstance(normalize_chat_text(text), str)
+    assert "\r" not in normalize_chat_text(text)
