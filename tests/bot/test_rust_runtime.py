@@ -1,0 +1,267 @@
+"""The Rust runtime records (bot/data/rust_runtime.jsonl): well-formed, fully analysed, and each one the top
+answer for real (captured) and constructed pastes of its panic, next to the Burn catalog."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bot.harvest import record_id
+from bot.lint import analysis_is_suspect
+from bot.matcher import Matcher
+from bot.patterns import is_valid_pattern, match_record, record_key
+from bot.records import Record, load_catalog, parse_catalog_text
+from bot.rust_messages import pattern_from_message
+from tests.support.pastes import shared_data_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "bot" / "data" / "rust_runtime.jsonl"
+FIXTURES = ROOT / "tests" / "fixtures" / "rust_runtime"
+DATASET_VERSION = "2026-12-01T00:00:00.000Z"
+
+UNWRAP = "called `Result::unwrap()` on an `Err` value: "
+
+# Fixture (file stem) -> slug of the record that must be the top match.
+EXPECTED = {
+    "add_overflow": "attempt-to-add-with-overflow",
+    "alloc_failure": "memory-allocation-failed",
+    "assert": "assertion-failed",
+    "assert_eq": "assertion-left-right-failed",
+    "assert_eq_old": "assertion-failed-left-right-old-format",
+    "assert_ne": "assertion-left-not-right-failed",
+    "capacity_overflow": "capacity-overflow",
+    "cubecl_buffer_too_big": "cubecl-buffer-too-big",
+    "cubecl_cant_allocate_buffer": "cubecl-cant-allocate-buffer-of-size",
+    "cubecl_cube_count_too_large": "cubecl-cube-count-too-large",
+    "cudarc_driver_error": "cudarc-driver-error",
+    "destructor_during_cleanup": "panic-in-a-destructor-during-cleanup",
+    "div_by_zero": "attempt-to-divide-by-zero",
+    "duration_add_overflow": "overflow-when-adding-durations",
+    "duration_sub_overflow": "overflow-when-subtracting-durations",
+    "index_out_of_bounds": "index-out-of-bounds",
+    "index_out_of_bounds_old": "index-out-of-bounds",
+    "instant_add_overflow": "overflow-when-adding-duration-to-instant",
+    "io_not_found": "result-unwrap-io-not-found",
+    "io_other": "result-unwrap-io-os-error",
+    "io_out_of_memory": "result-unwrap-io-out-of-memory",
+    "io_permission_denied": "result-unwrap-io-permission-denied",
+    "mul_overflow": "attempt-to-multiply-with-overflow",
+    "neg_overflow": "attempt-to-negate-with-overflow",
+    "not_implemented": "not-implemented",
+    "not_yet_implemented": "not-yet-implemented",
+    "option_unwrap_none": "option-unwrap-none",
+    "option_unwrap_none_old": "option-unwrap-none",
+    "poison_error": "result-unwrap-poison-error",
+    "poison_error_old": "result-unwrap-poison-error",
+    # The worker's index out of bounds comes first: the root cause is the answer, not the PoisonError.
+    "poison_error_root_cause": "index-out-of-bounds",
+    "range_end": "range-end-index-out-of-range",
+    "range_start": "range-start-index-out-of-range",
+    "recv_error": "result-unwrap-recv-error",
+    "refcell_borrow": "refcell-already-mutably-borrowed",
+    "refcell_borrow_mut": "refcell-already-borrowed",
+    "refcell_borrow_mut_old": "already-borrowed-borrowmuterror",
+    "refcell_borrow_old": "already-mutably-borrowed-borrowerror",
+    "rem_by_zero": "attempt-to-calculate-the-remainder-with-a-divisor-of-zero",
+    "result_unwrap_err": "result-unwrap-err",
+    "send_error": "result-unwrap-send-error",
+    "shl_overflow": "attempt-to-shift-left-with-overflow",
+    "shr_overflow": "attempt-to-shift-right-with-overflow",
+    "slice_order": "slice-index-starts-but-ends",
+    "stack_overflow": "thread-has-overflowed-its-stack",
+    "str_char_boundary": "byte-index-not-char-boundary",
+    "sub_overflow": "attempt-to-subtract-with-overflow",
+    "sub_overflow_old": "attempt-to-subtract-with-overflow",
+    "tch_cuda_backend": "tch-could-not-run-with-arguments-from-cuda-backend",
+    "tch_cuda_oom": "tch-cuda-out-of-memory",
+    "tch_torch_error": "tch-torch-error",
+    "unreachable": "internal-error-entered-unreachable-code",
+    "wgpu_error_in_operation": "wgpu-error-in-operation-validation-error",
+    "wgpu_out_of_memory": "wgpu-error-out-of-memory",
+    "wgpu_validation_error": "wgpu-error-validation-error",
+}
+
+WHOLE_MESSAGE = {"not-implemented", "not-yet-implemented", "internal-error-entered-unreachable-code"}
+
+FOLLOW_ON = {
+    "result-unwrap-poison-error",
+    "result-unwrap-send-error",
+    "result-unwrap-recv-error",
+    "panic-in-a-destructor-during-cleanup",
+}
+
+
+@pytest.fixture(scope="module")
+def records() -> list[Record]:
+    catalog = parse_catalog_text(DATA.read_text(encoding="utf-8"), str(DATA))
+    assert not catalog.errors, [str(e) for e in catalog.errors]
+    assert not catalog.duplicates, [str(d) for d in catalog.duplicates]
+    return catalog.records
+
+
+@pytest.fixture(scope="module")
+def by_slug(records: list[Record]) -> dict[str, Record]:
+    slugs = {r.slug: r for r in records}
+    assert len(slugs) == len(records), "slugs must be unique"
+    return slugs  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def matcher(records: list[Record]) -> Matcher:
+    burn = load_catalog([shared_data_dir() / "burn-panics.jsonl"])
+    assert not burn.errors
+    return Matcher([*records, *burn.records])
+
+
+def test_every_line_is_in_the_seed_format() -> None:
+    import json
+
+    for number, line in enumerate(DATA.read_text(encoding="utf-8").splitlines(), start=1):
+        value = json.loads(line)
+        assert set(value) == {"record", "datasetVersion"}, number
+        assert value["datasetVersion"] == DATASET_VERSION, number
+
+
+def test_every_record_is_fully_analysed(records: list[Record]) -> None:
+    for record in records:
+        assert record.has_analysis, record.id
+        for name in (
+            "documentation",
+            "triggerScenarios",
+            "commonSituations",
+            "exampleFix",
+            "handlingStrategy",
+        ):
+            value = getattr(record, name)
+            assert value, (record.id, name)
+            assert name == "handlingStrategy" or len(value.strip()) >= 20, (record.id, name)
+        assert 3 <= len(record.solutions) <= 5, record.id
+        assert len(record.preventionTips) >= 3, record.id
+        assert "// before" in (record.exampleFix or "") and "// after" in (record.exampleFix or ""), record.id
+        assert not analysis_is_suspect(record), f"{record.id}: its card would hide the analysis"
+
+
+def test_record_fields_follow_the_convention(records: list[Record]) -> None:
+    for record in records:
+        extra = record.model_extra or {}
+        assert record.id == record_id(record.repo or "", "", record.errorMessage), record.id
+        assert record.errorType == "panic"
+        assert record.filePath is None and record.lineNumber is None and record.sourceCode is None
+        assert record.backgroundTag == "rust-runtime-panic"
+        assert {"rust", "rust-runtime"} <= set(record.tags), record.id
+        assert len(record.tags) >= 3, record.id
+        assert (record.githubUrl or "").startswith("https://"), record.id
+        assert record.schemaVersion == 2
+        assert extra.get("runtime") is True, record.id
+        assert extra.get("followOn", False) is (record.slug in FOLLOW_ON), record.id
+        if record.repo == "rust-lang/rust":
+            assert record.errorClass is None or record.errorClass, record.id
+        else:
+            assert record.errorClass, f"{record.id}: a crate's error type must be named"
+
+
+def test_patterns_compile_and_match_their_message(records: list[Record]) -> None:
+    for record in records:
+        pattern = record.messagePattern or ""
+        derived = pattern_from_message(record.errorMessage)
+        # The bare macro messages are anchored: unanchored, `not implemented` meets every
+        # `... is not implemented ...` message (rustc's E0277 text, Burn's own stubs) and
+        # `not implemented: <Burn message>` pastes without a location.
+        expected = f"^{derived}$" if record.slug in WHOLE_MESSAGE else derived
+        assert pattern == expected, record.id
+        re.compile(pattern)
+        assert is_valid_pattern(pattern) is None, record.id
+        key, _ = record_key(pattern, record.errorMessage)
+        filled = record.errorMessage.replace("{}", "X1")
+        hit = match_record(key, filled)
+        assert hit is not None and hit.mode == "full", record.id
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not implemented: int_scatter_nd is not implemented for this backend",
+        "error[E0277]: the trait bound `M<B>: Module<B>` is not satisfied\n"
+        "  | the trait `Module<B>` is not implemented for `M<B>`",
+        "internal error: entered unreachable code: Unsupported dtype",
+        "not yet implemented: Not yet implemented for iteration",
+    ],
+)
+def test_bare_macro_records_need_the_whole_message(text: str, by_slug: dict[str, Record]) -> None:
+    for slug in WHOLE_MESSAGE:
+        record = by_slug[slug]
+        key, _ = record_key(record.messagePattern, record.errorMessage)
+        assert match_record(key, text) is None, slug
+
+
+def test_refined_records_carry_their_type(by_slug: dict[str, Record]) -> None:
+    assert by_slug["result-unwrap-poison-error"].errorClass == "PoisonError"
+    assert by_slug["result-unwrap-io-not-found"].errorClass == "std::io::Error"
+    assert by_slug["tch-torch-error"].errorClass == "tch::TchError"
+    assert "PoisonError" in (by_slug["result-unwrap-poison-error"].messagePattern or "")
+
+
+def test_every_fixture_has_an_expectation() -> None:
+    stems = {path.stem for path in FIXTURES.glob("*.txt")}
+    assert stems == set(EXPECTED)
+
+
+@pytest.mark.parametrize("stem", sorted(EXPECTED))
+def test_fixture_top_match(stem: str, matcher: Matcher, by_slug: dict[str, Record]) -> None:
+    text = (FIXTURES / f"{stem}.txt").read_text(encoding="utf-8")
+    result = matcher.lookup(text)
+    assert result.status == "matched", stem
+    assert result.matches[0].record.id == by_slug[EXPECTED[stem]].id, (stem, result.matches[0].record.slug)
+
+
+@pytest.mark.parametrize(
+    ("message", "refined", "generic"),
+    [
+        (
+            UNWRAP + "PoisonError { .. }",
+            "result-unwrap-poison-error",
+            "result-unwrap-err",
+        ),
+        (
+            UNWRAP + "SendError { .. }",
+            "result-unwrap-send-error",
+            "result-unwrap-err",
+        ),
+        (
+            UNWRAP + "RecvError",
+            "result-unwrap-recv-error",
+            "result-unwrap-err",
+        ),
+        (
+            UNWRAP + 'Os { code: 2, kind: NotFound, message: "No such file" }',
+            "result-unwrap-io-not-found",
+            "result-unwrap-io-os-error",
+        ),
+        (
+            UNWRAP + 'Os { code: 13, kind: PermissionDenied, message: "x" }',
+            "result-unwrap-io-permission-denied",
+            "result-unwrap-io-os-error",
+        ),
+        (
+            UNWRAP + "Torch(\"Could not run 'aten::add.Tensor' with arguments "
+            "from the 'CUDA' backend. This could be because the operator doesn't exist\")",
+            "tch-could-not-run-with-arguments-from-cuda-backend",
+            "tch-torch-error",
+        ),
+        (
+            UNWRAP + 'Torch("shape mismatch")',
+            "tch-torch-error",
+            "result-unwrap-err",
+        ),
+    ],
+)
+def test_refined_beats_generic(
+    message: str, refined: str, generic: str, matcher: Matcher, by_slug: dict[str, Record]
+) -> None:
+    paste = f"thread 'main' panicked at src/main.rs:10:5:\n{message}\n"
+    result = matcher.lookup(paste)
+    ranked = [m.record.id for m in result.matches]
+    assert ranked[0] == by_slug[refined].id
+    assert by_slug[generic].id in ranked[1:]
