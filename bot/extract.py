@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from bot.chat_text import normalize_chat_text
+from bot.chat_text import MAX_TEXT_CHARS, PANIC_MARKERS, normalize_chat_text
 from bot.paths import canonical_path
 
 # A pretty-printed Debug value (`{:#?}` of a Shape, a config) runs to a line per field or element.
@@ -14,9 +15,21 @@ MAX_MESSAGE_LINES = 400
 OLD_STYLE_MESSAGE_LINES = 80
 MAX_PANICS = 20
 MAX_FRAMES = 200
+# A header whose line carries no message: its message is on the next non-blank line, this few blank lines on.
+MAX_BLANK_LINES_BEFORE_MESSAGE = 3
+
+# A paste longer than MAX_TEXT_CHARS is read through windows around its panic markers: from the marker's line
+# (at most WINDOW_BEFORE characters back) to WINDOW_AFTER characters past the last marker the window holds
+# (room for a 400-line message and 200 frames), a window being at most WINDOW_MAX characters.
+WINDOW_BEFORE = 2_048
+WINDOW_AFTER = 65_536
+WINDOW_MAX = 1_048_576
+# Beyond this a paste is cut, and the Extraction says so (`truncated`): no chat message is this long.
+MAX_PASTE_CHARS = 32 * 1024 * 1024
 
 # Paths are bounded so that a line of many `panicked at` cannot make the scan quadratic.
-_LOCATION = r"(?P<path>[^\s'\"`][^\n]{0,1000}?):(?P<line>\d{1,7}):(?P<col>\d{1,5})"
+# A path never holds `panicked at `: on a line of many, each is tried only up to the next.
+_LOCATION = r"(?P<path>[^\s'\"`](?:(?!panicked at )[^\n]){0,1000}?):(?P<line>\d{1,7}):(?P<col>\d{1,5})"
 _THREAD = r"thread '(?P<thread>[^'\n]{0,300})'(?: \((?P<tid>\d+)\))? "
 # Rust >= 1.73: `thread 'main' panicked at src/x.rs:1:2:` and the message on the next lines. Chat often
 # joins them into one line, so the message may follow on the header line itself.
@@ -77,7 +90,16 @@ class Panic:
     """One panic found in a paste.
 
     `kind` tells how it was found: `header` (a `panicked at` line), `message` (a runtime message such as an
-    unwrap without its header) or `query` (no panic shape at all: the text is a typed query or a fragment).
+    unwrap without its header), `relayed` (a panic message another panic's message carries, such as cubecl's
+    `CallError(task panicked on device runner thread: <message>)`: it comes right after the panic relaying it,
+    its location only when the relayed text has one) or `query` (no panic shape at all: the text is a typed
+    query or a fragment).
+
+    `follow_on` is True for a panic that echoes an earlier one rather than causing anything: a later unwrap of
+    a `PoisonError`, a `SendError`/`RecvError`, a joined thread's `Any { .. }`, `panic in a destructor during
+    cleanup`, burn-fusion's `Ordering is bigger than operations` after another panic, a message repeating an
+    earlier panic's; and a panic whose relayed message was extracted (the relayed panic after it is the
+    cause), even when it comes first. `root_panic_index` gives the first panic that is not a follow-on.
     """
 
     message: str
@@ -86,6 +108,16 @@ class Panic:
     thread_id: int | None = None
     frames: tuple[Frame, ...] = field(default=())
     kind: str = "header"
+    follow_on: bool = False
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The panics of a paste, and whether all of it was read: `truncated` is True when the paste was longer
+    than MAX_PASTE_CHARS and only its first MAX_PASTE_CHARS characters were searched."""
+
+    panics: tuple[Panic, ...]
+    truncated: bool = False
 
 
 def _location(path: str, line: str, col: str) -> Location:
@@ -137,7 +169,7 @@ def _thread_id(value: str | None) -> int | None:
     return int(value) if value else None
 
 
-def _old_style_panic(text: str, lines: list[str], index: int) -> tuple[Panic, int] | None:
+def _old_style_panic(lines: list[str], index: int) -> tuple[Panic, int] | None:
     """`panicked at 'message', path:l:c`, whose message may run over several lines."""
     line = lines[index]
     start = _HEADER_OLD_START.search(line)
@@ -163,8 +195,21 @@ def _new_style_panic(lines: list[str], index: int) -> tuple[Panic, int] | None:
     header = _HEADER_NEW.search(line)
     if not header:
         return None
-    body, next_index = _message_lines(lines, index + 1, _indent(line))
     rest = header.group("rest")
+    body, next_index = _message_lines(lines, index + 1, _indent(line))
+    if not rest and not body:
+        # A blank line between the header and its message (chat, a log's double spacing, a bar erased).
+        start = index + 1
+        while (
+            start < len(lines)
+            and start - index <= MAX_BLANK_LINES_BEFORE_MESSAGE
+            and not lines[start].strip()
+        ):
+            start += 1
+        if start > index + 1:
+            later, later_next = _message_lines(lines, start, _indent(line))
+            if later:
+                body, next_index = later, later_next
     message = "\n".join(([rest.rstrip()] if rest else []) + body).strip("\n")
     # Joined onto one line by chat, the runtime's `note: run with RUST_BACKTRACE=1` follows the message.
     joined_end = _JOINED_END.search(message)
@@ -190,7 +235,7 @@ def _attach_frames(panic: Panic, lines: list[str], index: int) -> tuple[Panic, i
         probe += 1
     if probe < len(lines) and lines[probe].strip().startswith("stack backtrace:"):
         frames, end = _frames(lines, probe)
-        return Panic(panic.message, panic.location, panic.thread, panic.thread_id, frames, panic.kind), end
+        return replace(panic, frames=frames), end
     return panic, index
 
 
@@ -205,27 +250,189 @@ def _headerless_messages(lines: list[str]) -> list[Panic]:
 
 
 def extract_panics(text: str) -> list[Panic]:
-    """Every panic in a chat message, in the order printed (the first is usually the root cause).
+    """Every panic in a chat message, in the order printed (the first is usually the root cause; see
+    `Panic.follow_on` and `root_panic_index`).
 
     With no panic shape in the text, the whole text is one `query` panic (a typed search or a pasted
     message fragment). Empty or whitespace-only text gives no panic. Never raises.
     """
-    clean = normalize_chat_text(text)
-    lines = clean.split("\n")
+    return list(extract(text).panics)
+
+
+def extract(text: str) -> Extraction:
+    """`extract_panics` with whether the whole paste was read. A paste of any length up to MAX_PASTE_CHARS is
+    read whole in time linear in its length (only windows around its panic markers are normalised when it is
+    longer than MAX_TEXT_CHARS). Never raises."""
+    truncated = len(text) > MAX_PASTE_CHARS
+    if truncated:
+        text = text[:MAX_PASTE_CHARS]
+    small = len(text) <= MAX_TEXT_CHARS
+    clean = normalize_chat_text(text) if small else ""
+    pieces = (
+        [clean]
+        if small
+        else (normalize_chat_text(text[start:end], end - start) for start, end in panic_windows(text))
+    )
+    headers: list[Panic] = []
+    headerless: list[Panic] = []
+    for piece in pieces:
+        lines = piece.split("\n")
+        headers += _header_panics(lines)
+        if len(headers) >= MAX_PANICS:
+            break
+        if not headers and len(headerless) < MAX_PANICS:
+            headerless += _headerless_messages(lines)
+    panics = headers[:MAX_PANICS] or headerless[:MAX_PANICS]
+    if panics:
+        return Extraction(tuple(_with_follow_ons(panics)), truncated)
+    query = (clean if small else normalize_chat_text(text[:MAX_TEXT_CHARS])).strip()
+    return Extraction((Panic(message=query, kind="query"),) if query else (), truncated)
+
+
+def _header_panics(lines: list[str]) -> list[Panic]:
+    """The panics with a `panicked at` header in normalised lines, with their frames."""
     panics: list[Panic] = []
     index = 0
     while index < len(lines) and len(panics) < MAX_PANICS:
-        found = _new_style_panic(lines, index) or _old_style_panic(clean, lines, index)
+        found = _new_style_panic(lines, index) or _old_style_panic(lines, index)
         if found is None:
             index += 1
             continue
         panic, index = found
         panic, index = _attach_frames(panic, lines, index)
         panics.append(panic)
-    if panics:
-        return panics
-    headerless = _headerless_messages(lines)
-    if headerless:
-        return headerless[:MAX_PANICS]
-    query = clean.strip()
-    return [Panic(message=query, kind="query")] if query else []
+    return panics
+
+
+def panic_windows(text: str) -> list[tuple[int, int]]:
+    """Disjoint `(start, end)` spans of `text`, in order, holding every panic marker and what follows each
+    (see WINDOW_BEFORE, WINDOW_AFTER, WINDOW_MAX). `str.find` does the searching, so a long paste costs a few
+    fast scans, and the windows' total length is at most the paste's."""
+    windows: list[tuple[int, int]] = []
+    position = 0
+    while (marker := _next_marker(text, position)) >= 0:
+        line_start = text.rfind("\n", max(position, marker - WINDOW_BEFORE), marker)
+        start = line_start + 1 if line_start >= 0 else max(position, marker - WINDOW_BEFORE)
+        end = _window_end(text, start, marker)
+        windows.append((start, end))
+        position = max(end, marker + 1)
+    return windows
+
+
+def _window_end(text: str, start: int, marker: int) -> int:
+    end, searched = marker + WINDOW_AFTER, marker + 1
+    # Markers inside the window stretch it, so a panic is never cut from its message or frames.
+    while end < len(text):
+        last = _last_marker(text, searched, end)
+        if last < 0:
+            break
+        if last + WINDOW_AFTER - start > WINDOW_MAX:
+            # Full: it ends before the line of this marker, which then opens the next window whole.
+            cut = text.rfind("\n", max(marker + 1, last - WINDOW_BEFORE), last)
+            return cut if cut > marker else last
+        searched, end = end, last + WINDOW_AFTER
+    if end >= len(text):
+        return len(text)
+    line_end = text.find("\n", end, end + WINDOW_BEFORE)
+    return line_end if line_end >= 0 else end
+
+
+def _next_marker(text: str, start: int) -> int:
+    found = [at for at in (text.find(marker, start) for marker in PANIC_MARKERS) if at >= 0]
+    return min(found) if found else -1
+
+
+def _last_marker(text: str, start: int, end: int) -> int:
+    return max(text.rfind(marker, start, end) for marker in PANIC_MARKERS)
+
+
+# Panic messages that echo an earlier panic instead of causing anything.
+_ECHO_ERROR = re.compile(
+    r"(?:`Err` value|[^\s:]): (?:PoisonError\b|(?:Try)?(?:Send|Recv)(?:Timeout)?Error\b|"
+    r"(?:Try)?RecvTimeoutError::Disconnected|Any \{ \.\. \})"
+)
+_ECHO_START = (
+    "panic in a destructor during cleanup",
+    "panic in a function that cannot unwind",
+    "thread panicked while processing panic",
+    "panicked while processing panic",
+    "a scoped thread panicked",
+    "Ordering is bigger than operations",
+)
+# Messages that carry another panic's message: cubecl/burn's device runner, tokio's JoinError.
+_RELAY = "task panicked on device runner thread: "
+_RELAY_WITHOUT_MESSAGE = re.compile(
+    r"task panicked on device runner thread|device runner channel disconnected|JoinError::Panic"
+)
+_JOIN_ERROR = re.compile(r'JoinError::Panic\(Id\(\d+\), "((?:[^"\\]|\\.)*)"')
+
+
+def root_panic_index(panics: list[Panic] | tuple[Panic, ...]) -> int | None:
+    """The index of the first panic that is not a follow-on (the likely cause), or None if there is none."""
+    return next((index for index, panic in enumerate(panics) if not panic.follow_on), None)
+
+
+def _with_follow_ons(panics: list[Panic]) -> list[Panic]:
+    """The panics with `follow_on` set and each relayed message added as its own panic after its relayer."""
+    marked: list[Panic] = []
+    seen: set[str] = set()
+    for position, panic in enumerate(panics):
+        relayed = _relayed_panic(panic.message)
+        later = position > 0
+        if relayed is not None:
+            marked.append(replace(panic, follow_on=True))
+            marked.append(replace(relayed, follow_on=later and _is_echo(relayed.message, seen)))
+        else:
+            marked.append(replace(panic, follow_on=later and _is_echo(panic.message, seen)))
+        seen.update(found.message for found in marked[-2:] if found.message)
+    return marked[:MAX_PANICS]
+
+
+def _is_echo(message: str, earlier: set[str]) -> bool:
+    first_line = message.split("\n", 1)[0]
+    return (
+        message in earlier
+        or message.startswith(_ECHO_START)
+        or _ECHO_ERROR.search(first_line) is not None
+        or _RELAY_WITHOUT_MESSAGE.search(first_line) is not None
+    )
+
+
+def _relayed_panic(message: str) -> Panic | None:
+    """The panic a message relays, when it carries one's message."""
+    relayed = _relayed_text(message)
+    if not relayed:
+        return None
+    lines = relayed.split("\n")
+    found = _new_style_panic(lines, 0) or _old_style_panic(lines, 0)
+    if found is not None and found[0].message:
+        return replace(found[0], kind="relayed")
+    return Panic(message=relayed, kind="relayed")
+
+
+def _relayed_text(message: str) -> str | None:
+    at = message.find(_RELAY)
+    if at >= 0:
+        rest = message[at + len(_RELAY) :]
+        if message.rfind("CallError(", 0, at) >= 0:
+            rest = rest[: _closing_parenthesis(rest)]
+        return rest.strip() or None
+    join = _JOIN_ERROR.search(message)
+    if join is None:
+        return None
+    try:
+        text = json.loads(f'"{join.group(1)}"')
+    except ValueError:
+        text = join.group(1).replace('\\"', '"')
+    return str(text).strip() or None
+
+
+def _closing_parenthesis(text: str) -> int:
+    """Where the parenthesis opened before `text` closes; at the last `)` if the text never balances it."""
+    depth = 1
+    for position, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if depth == 0:
+            return position
+    last = text.rfind(")")
+    return last if last >= 0 else len(text)

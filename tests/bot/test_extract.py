@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -245,3 +247,333 @@ def test_a_note_joined_onto_the_message_line_is_not_the_message() -> None:
     assert panic.message == "Tensors should not be empty"
     [panic] = extract_panics("thread 'main' panicked at src/a.rs:1:2:\nBad value 3 stack backtrace: 0: std")
     assert panic.message == "Bad value 3"
+
+
+# -- real, messy pastes ------------------------------------------------------------------------------------
+
+ORDERING = "crates/burn-fusion/src/stream/execution/ordering.rs"
+CLIENT = "/home/ana/.cargo/git/checkouts/burn-6c277d792b0d5d7a/b6e27bd/crates/burn-fusion/src/client.rs"
+NOTE = "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+
+
+def test_a_blank_line_between_the_header_and_its_message() -> None:
+    panic = only(
+        f"thread 'main' (81934) panicked at {ORDERING}:49:13:\n\nOrdering is bigger than operations\n{NOTE}"
+    )
+    assert panic.message == "Ordering is bigger than operations"
+    assert panic.location and panic.location.line == 49
+    double_spaced = only("thread 'main' panicked at src/x.rs:1:2:\n\n\n\nfirst line\nsecond line\n\nnot it")
+    assert double_spaced.message == "first line\nsecond line"
+
+
+def test_a_header_carrying_its_message_never_takes_the_line_after_a_blank() -> None:
+    panic = only("thread 'main' panicked at src/x.rs:1:2: on the header line\n\nsomething else entirely")
+    assert panic.message == "on the header line"
+    # The next non-blank line is the runtime's note or another panic: the message is empty, as printed.
+    assert only(f"thread 'main' panicked at src/x.rs:1:2:\n\n{NOTE}").message == ""
+    first, second = extract_panics(
+        "thread 'a' panicked at src/x.rs:1:2:\n\nthread 'b' panicked at src/y.rs:3:4:\nboom"
+    )
+    assert (first.message, second.message) == ("", "boom")
+    # Blank lines are skipped only so far: a line far below is not this panic's message.
+    assert only("thread 'main' panicked at src/x.rs:1:2:\n" + "\n" * 6 + "unrelated text").message == ""
+
+
+def test_line_breaks_quoted_as_backslash_n() -> None:
+    quoted = (
+        "thread 'main' panicked at crates/burn-fusion/src/stream/store/index.rs:49:9:\\n"
+        "Ordering is bigger than operations"
+    )
+    panic = only(quoted)
+    assert panic.message == "Ordering is bigger than operations"
+    assert panic.location and panic.location.path == "crates/burn-fusion/src/stream/store/index.rs"
+    crlf = only(f"thread 'main' panicked at src/x.rs:1:2:\\r\\nfirst\\r\\nsecond\\r\\n{NOTE}")
+    assert crlf.message == "first\nsecond"
+    old = only("thread 'main' panicked at 'Should read data\\nsecond line', src/a.rs:1:2\\nnote: run with")
+    assert old.message == "Should read data\nsecond line"
+
+
+def test_a_windows_path_keeps_its_backslashes_when_breaks_are_quoted() -> None:
+    windows = (
+        "thread 'main' panicked at C:\\Users\\nina\\.cargo\\registry\\src\\index.crates.io-6f17d22bba15001f"
+        "\\burn-core-0.19.0\\src\\nn\\conv\\checks.rs:12:5:\\nThe channels must be divisible by groups"
+    )
+    panic = only(windows)
+    assert panic.message == "The channels must be divisible by groups"
+    assert panic.location and panic.location.path == "crates/burn-core/src/nn/conv/checks.rs"
+
+
+def test_a_panic_inside_a_json_log_line() -> None:
+    line = (
+        '{"timestamp":"2025-07-24T22:25:03.123Z","level":"ERROR","fields":{"message":"thread \'main\' '
+        "panicked at crates\\\\burn-train\\\\src\\\\learner\\\\base.rs:200:14:\\nCan load model checkpoint.: "
+        'Io(\\"NotFound\\")\\n\\u001b[2mnote: run with `RUST_BACKTRACE=1`\\u001b[0m"},"target":"app"}'
+    )
+    panic = only(line)
+    assert panic.message == 'Can load model checkpoint.: Io("NotFound")'
+    assert panic.location and panic.location.path == "crates/burn-train/src/learner/base.rs"
+
+
+BAR = "[00:01:02] \u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2591\u2591 40/100 loss 0.452"
+
+
+def test_a_progress_bar_drawn_over_and_around_the_panic() -> None:
+    log = (
+        f"\r{BAR}\r\x1b[2K{BAR}"  # the bar redraws itself; the panic is written on the bar's line
+        f"thread 'DSU-0-0' panicked at {ORDERING}:49:13:\n"
+        f"\x1b[2K\x1b[1A\x1b[2K{BAR}\r"  # another thread redraws between the header and the message
+        "Ordering is bigger than operations\n"
+        f"\r\x1b[2K{BAR}\n{NOTE}\n"
+    )
+    panic = only(log)
+    assert panic.message == "Ordering is bigger than operations"
+    assert panic.thread == "DSU-0-0"
+    tqdm = (
+        " 40%|\u2588\u2588\u2588\u2588      | 40/100 [00:01<00:02, 20.00it/s]\r"
+        "thread 'main' panicked at src/train.rs:7:5:\nloss is NaN\n"
+        " 41%|\u2588\u2588\u2588\u2588      | 41/100 [00:01<00:02, 20.00it/s]\n"
+    )
+    assert only(tqdm).message == "loss is NaN"
+
+
+def test_a_tensor_check_block_survives_a_bar_drawn_inside_it() -> None:
+    panic = only(
+        "thread 'main' panicked at src/x.rs:1:1:\n=== Tensor Operation Error ===\n  Operation: 'Reshape'\n"
+        f"\r\x1b[2K{BAR}\r  Reason:\n    1. The given shape is wrong.\n\n{NOTE}"
+    )
+    assert panic.message == (
+        "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n    1. The given shape is wrong."
+    )
+
+
+def training_log(size: int) -> str:
+    line = "[00:01:02] Epoch 3/10 - Iteration 1234 - Loss 0.4521 - lr 1.0e-3\n"
+    return line * (size // len(line))
+
+
+def test_a_5_mb_paste_is_read_to_its_end() -> None:
+    from bot.extract import extract
+
+    paste = training_log(5 * 1024 * 1024) + (
+        f"thread 'main' panicked at {ORDERING}:49:13:\nOrdering is bigger than operations\n{NOTE}\n"
+        "stack backtrace:\n   0: rust_begin_unwind\n   1: burn_fusion::stream::execution::ordering::f\n"
+    )
+    result = extract(paste)
+    assert not result.truncated
+    [panic] = result.panics
+    assert panic.message == "Ordering is bigger than operations"
+    assert panic.location and panic.location.line == 49
+    assert [frame.index for frame in panic.frames] == [0, 1]
+
+
+def test_panics_all_over_a_long_paste_keep_their_order() -> None:
+    filler = training_log(300_000)
+    paste = "".join(
+        f"{filler}thread 'main' panicked at src/a.rs:{n}:1:\nboom {n}\n{NOTE}\n" for n in range(1, 6)
+    )
+    assert [panic.message for panic in extract_panics(paste)] == [f"boom {n}" for n in range(1, 6)]
+    headerless = filler * 2 + "called `Result::unwrap()` on an `Err` value: Io(NotFound)\n" + filler
+    [unwrap] = extract_panics(headerless)
+    assert (unwrap.kind, unwrap.message) == (
+        "message",
+        "called `Result::unwrap()` on an `Err` value: Io(NotFound)",
+    )
+
+
+def test_a_panic_after_a_megabyte_of_header_fragments_is_found() -> None:
+    paste = "thread 'a' panicked at x:\n" * 100_000 + "thread 'main' panicked at src/a.rs:1:2:\nreal one\n"
+    assert [panic.message for panic in extract_panics(paste)] == ["real one"]
+    one_line = "panicked at " * 200_000 + "\nthread 'main' panicked at src/a.rs:1:2:\nreal one\n"
+    assert [panic.message for panic in extract_panics(one_line)] == ["real one"]
+
+
+def test_an_absurd_paste_is_cut_and_says_so() -> None:
+    from bot.extract import MAX_PASTE_CHARS, extract
+
+    header = "thread 'main' panicked at src/a.rs:1:2:\n"
+    before = header + "found\n" + "x" * (MAX_PASTE_CHARS - 100)
+    assert len(before) < MAX_PASTE_CHARS
+    assert extract(before) == extract(before)  # deterministic
+    assert not extract(before).truncated and extract(before).panics[0].message.startswith("found")
+    beyond = "x" * MAX_PASTE_CHARS + header + "too far\n"
+    result = extract(beyond)
+    assert result.truncated
+    assert [panic.kind for panic in result.panics] == ["query"]
+
+
+def test_windows_cover_every_marker_without_overlapping() -> None:
+    from bot.chat_text import PANIC_MARKERS
+    from bot.extract import WINDOW_MAX, panic_windows
+
+    paste = ("y" * 5_000 + "\nthread 'a' panicked at x:\n") * 400 + "panicked at " * 100_000
+    windows = panic_windows(paste)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(windows))
+    assert all(end - start <= WINDOW_MAX + 4_096 for start, end in windows)
+    for marker in PANIC_MARKERS:
+        at = paste.find(marker)
+        while at >= 0:
+            assert any(start <= at and at + len(marker) <= end for start, end in windows)
+            at = paste.find(marker, at + 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(PIECES, st.text(max_size=8)), min_size=1, max_size=20), st.integers(1, 40))
+def test_long_pastes_of_junk_never_raise(parts: list[str], repeat: int) -> None:
+    from bot.chat_text import MAX_TEXT_CHARS
+    from bot.extract import extract
+
+    junk = "".join(parts)
+    paste = (junk * (MAX_TEXT_CHARS // max(len(junk), 1) + 1))[: MAX_TEXT_CHARS + repeat * 997] + junk
+    result = extract(paste)
+    assert not result.truncated
+    assert len(result.panics) <= 20
+
+
+MESSY = st.sampled_from(
+    [
+        "\\n",
+        "\\r\\n",
+        '\\"',
+        '"',
+        "{",
+        '":"',
+        "\\\\",
+        "\\u001b[31m",
+        "\r",
+        "\x1b[2K",
+        "\x1b[1A",
+        "\u2588\u2588\u2588\u2591",
+        " 40/100",
+        "C:\\src\\nn\\x.rs:1:2:",
+        "thread 'main' panicked at ",
+        "src/x.rs:1:2:",
+        "called `Result::unwrap()` on an `Err` value: ",
+        "CallError(task panicked on device runner thread: ",
+        ")",
+        "PoisonError { .. }",
+        'JoinError::Panic(Id(3), "',
+        "\n\n",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(MESSY, PIECES, st.text(max_size=6)), max_size=30))
+def test_messy_pastes_never_raise_and_follow_ons_are_consistent(parts: list[str]) -> None:
+    from bot.extract import root_panic_index
+
+    panics = extract_panics("".join(parts))
+    root = root_panic_index(panics)
+    assert (root is None) == all(panic.follow_on for panic in panics)
+    if root is not None:
+        assert not panics[root].follow_on and all(panic.follow_on for panic in panics[:root])
+    for position, panic in enumerate(panics):
+        if panic.kind == "relayed":
+            assert position > 0 and panics[position - 1].follow_on
+
+
+# -- follow-on panics --------------------------------------------------------------------------------------
+
+
+def test_a_poisoned_lock_after_the_root_cause_is_a_follow_on() -> None:
+    from bot.extract import root_panic_index
+
+    panics = extract_panics(
+        "thread 'worker' panicked at crates/a/src/x.rs:1:1:\nroot cause\n"
+        "thread 'main' panicked at crates/b/src/y.rs:2:2:\n"
+        "called `Result::unwrap()` on an `Err` value: PoisonError { .. }\n"
+        "thread 'main' panicked at library/core/src/panicking.rs:221:5:\n"
+        "panic in a destructor during cleanup\n"
+        "thread 'sender' panicked at src/z.rs:3:3:\n"
+        "called `Result::unwrap()` on an `Err` value: SendError { .. }\n"
+        "thread 'recv' panicked at src/z.rs:4:4:\nchannel closed: RecvError\n"
+        "thread 'main' panicked at src/main.rs:9:9:\n"
+        "called `Result::unwrap()` on an `Err` value: Any { .. }\n"
+    )
+    assert [panic.follow_on for panic in panics] == [False, True, True, True, True, True]
+    assert root_panic_index(panics) == 0
+
+
+def test_an_echo_pasted_alone_or_first_is_not_a_follow_on() -> None:
+    from bot.extract import root_panic_index
+
+    [poison] = extract_panics(
+        "thread 'main' panicked at src/y.rs:2:2:\n"
+        "called `Result::unwrap()` on an `Err` value: PoisonError { .. }"
+    )
+    assert not poison.follow_on
+    first, second = extract_panics(
+        f"thread 'DSU-0-0' panicked at {ORDERING}:49:13:\nOrdering is bigger than operations\n"
+        f"thread 'DSU-1-0' panicked at {ORDERING}:49:13:\nOrdering is bigger than operations\n"
+    )
+    assert (first.follow_on, second.follow_on) == (False, True)  # the second is an echo of the first
+    assert root_panic_index([]) is None
+    assert root_panic_index(extract_panics("deform conv backward")) == 0
+
+
+def test_a_device_runner_call_error_relays_the_real_message() -> None:
+    from bot.extract import root_panic_index
+
+    relayed = (
+        f"thread 'cli-trainer' panicked at {CLIENT}:200:14:\n"
+        "called `Result::unwrap()` on an `Err` value: CallError(task panicked on device runner thread: "
+        "Ordering is bigger than operations (len 49 > 0))\n"
+        f"{NOTE}\n"
+    )
+    relaying, cause = extract_panics(relayed)
+    assert relaying.follow_on and relaying.location and relaying.location.line == 200
+    assert (cause.kind, cause.message, cause.location, cause.follow_on) == (
+        "relayed",
+        "Ordering is bigger than operations (len 49 > 0)",
+        None,
+        False,
+    )
+    assert cause.thread is None
+    assert root_panic_index([relaying, cause]) == 1
+    # With the device thread's own panic printed first, that one is the root and the rest echo it.
+    full = (
+        f"thread 'DSU-0-0' panicked at {ORDERING}:49:13:\nOrdering is bigger than operations (len 49 > 0)\n"
+    )
+    panics = extract_panics(full + relayed)
+    assert [(panic.kind, panic.follow_on) for panic in panics] == [
+        ("header", False),
+        ("header", True),
+        ("relayed", True),
+    ]
+    assert root_panic_index(panics) == 0
+
+
+def test_a_relayed_message_carrying_its_location_and_other_relays() -> None:
+    _, cause = extract_panics(
+        "thread 'main' panicked at src/main.rs:3:9:\ncalled `Result::unwrap()` on an `Err` value: "
+        "CallError(task panicked on device runner thread: panicked at src/kernel.rs:12:5: bad kernel)"
+    )
+    assert cause.message == "bad kernel"
+    assert cause.location and (cause.location.path, cause.location.line) == ("src/kernel.rs", 12)
+    _, joined = extract_panics(
+        "thread 'main' panicked at src/main.rs:3:9:\ncalled `Result::unwrap()` on an `Err` value: "
+        'JoinError::Panic(Id(7), "worker said \\"no\\"", ..)'
+    )
+    assert (joined.kind, joined.message) == ("relayed", 'worker said "no"')
+    # A relay with no message to extract is an echo after another panic, and nothing is added.
+    panics = extract_panics(
+        "thread 'a' panicked at src/a.rs:1:1:\nroot\nthread 'b' panicked at src/b.rs:2:2:\n"
+        "called `Result::unwrap()` on an `Err` value: CallError(task panicked on device runner thread with a "
+        "non-string payload)"
+    )
+    assert [(panic.kind, panic.follow_on) for panic in panics] == [("header", False), ("header", True)]
+
+
+def test_panic_keeps_its_positional_fields() -> None:
+    from bot.extract import Location, Panic
+
+    location = Location("src/a.rs", "src/a.rs", 1, 2)
+    panic = Panic("boom", location, "main", 7, (), "header")
+    assert (panic.message, panic.location, panic.thread, panic.thread_id, panic.kind, panic.follow_on) == (
+        "boom",
+        location,
+        "main",
+        7,
+        "header",
+        False,
+    )
