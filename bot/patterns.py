@@ -65,8 +65,15 @@ WORD_START_ATTEMPTS = 16
 
 LiteralPattern = tuple[str, ...]
 r"""A plain pattern as `match_literal` reads it: its literal segments, whitespace runs as one space and the
-spaces at either end dropped. It matches what a regex of the segments matches when its spaces are `\s+` and
-the spaces at its ends are optional (tests/bot/test_patterns.py checks it against RE2)."""
+spaces at either end dropped. It matches what a regex of the segments matches when its spaces are `\s+`, the
+spaces at its ends are optional and its final punctuation is tolerated as `tolerant_pattern` says
+(tests/bot/test_patterns.py checks it against RE2)."""
+
+# A message quoted without the final `.`, `!` or `:` of its pattern still matches, but only at the end of the
+# text and only when a word (or a closing quote or bracket) comes before that punctuation, so that a pattern
+# ending with a placeholder then `.` never turns into a bare placeholder that takes anything.
+_FINAL_PUNCTUATION = ".!:"
+_BEFORE_FINAL_PUNCTUATION = "_'\"`)]"
 
 
 def literal_pattern(segments: list[str]) -> LiteralPattern:
@@ -79,7 +86,49 @@ def literal_pattern(segments: list[str]) -> LiteralPattern:
 def match_literal(parts: LiteralPattern, text: str) -> PatternHit | None:
     """`match_pattern` for a plain pattern, without a regex: each placeholder is one character or more, and
     the earliest place of each segment is the best one, so a few `str.find` decide. `text` must be
-    `normalize_space`d; the span is in that text."""
+    `normalize_space`d; the span is in that text. Final punctuation is tolerated as in `tolerant_pattern`."""
+    hit = _match_literal_exactly(parts, text)
+    if hit is not None and hit.mode == "full":
+        return hit
+    stripped = _without_final_punctuation(parts)
+    if (stripped is not None and _literal_fullmatch(stripped, text)) or (
+        text.endswith(".") and _literal_fullmatch(parts, text[:-1])
+    ):
+        return PatternHit("full", 0, len(text))
+    if hit is not None or stripped is None:
+        return hit
+    return _contained_at_end(stripped, text)
+
+
+def _without_final_punctuation(parts: LiteralPattern) -> LiteralPattern | None:
+    """The pattern without its final punctuation, if it ends with some after a word; else None."""
+    tail = parts[-1]
+    if len(tail) < 2 or tail[-1] not in _FINAL_PUNCTUATION:
+        return None
+    if not (_is_word_character(tail[-2]) or tail[-2] in _BEFORE_FINAL_PUNCTUATION):
+        return None
+    return (*parts[:-1], tail[:-1])
+
+
+def _contained_at_end(parts: LiteralPattern, text: str) -> PatternHit | None:
+    """`parts` met inside `text` and ending where the text ends."""
+    tail = parts[-1]
+    if not text.endswith(tail):
+        return None
+    tail_start = len(text) - len(tail)
+    if len(parts) == 1:
+        return PatternHit("contained", tail_start, len(text))
+    start = text.find(parts[0])
+    if start < 0:
+        return None
+    # The earliest head leaves the most room: if the segments do not fit after it, they fit after none.
+    end = _follow(parts, 1, len(parts) - 1, text, start + len(parts[0]))
+    if end < 0 or end + 1 > tail_start:
+        return None
+    return PatternHit("contained", start, len(text))
+
+
+def _match_literal_exactly(parts: LiteralPattern, text: str) -> PatternHit | None:
     first = parts[0]
     start = text.find(first)
     if start < 0:
@@ -169,12 +218,61 @@ def is_valid_pattern(pattern: str) -> str | None:
 
 @lru_cache(maxsize=8192)
 def compile_pattern(pattern: str) -> Any:
-    """RE2 program for a pattern; an invalid one falls back to its escaped literal text, so it still matches
-    a message that quotes it exactly and never raises."""
+    """RE2 program for a pattern as `tolerant_pattern` widens it; an invalid one falls back to its escaped
+    literal text, so it still matches a message that quotes it exactly and never raises."""
     try:
-        return re2.compile(pattern, _OPTIONS)
+        return re2.compile(tolerant_pattern(pattern), _OPTIONS)
     except re2.error:
-        return re2.compile(escape_literal(pattern), _OPTIONS)
+        return re2.compile(tolerant_pattern(escape_literal(pattern)), _OPTIONS)
+
+
+def tolerant_pattern(pattern: str) -> str:
+    r"""`pattern` where the message may lack its final `.`, `!` or `:` at the very end of the text (when a
+    word, a closing quote or bracket comes before it, and the pattern has no alternation), and may add a final
+    `.`: `backward\.` becomes `(?:backward)(?:\.|\z)(?:\.\z)??`. Anywhere but the end, nothing changes."""
+    final = _final_punctuation_length(pattern)
+    if final == 0:
+        return rf"(?:{pattern})(?:\.\z)??"
+    return rf"(?:{pattern[:-final]})(?:{pattern[-final:]}|\z)(?:\.\z)??"
+
+
+def _final_punctuation_length(pattern: str) -> int:
+    r"""How many characters spell the final literal punctuation of a regex (`\.`, `!`, `\!`, `:`), when a
+    literal word character, quote or escaped bracket comes before it; 0 otherwise."""
+    if len(pattern) < 2 or _has_alternation(pattern):
+        return 0
+    if pattern[-2] == "\\" and pattern[-1] in _FINAL_PUNCTUATION and _escapes(pattern, len(pattern) - 2):
+        length = 2
+    elif pattern[-1] in "!:" and not _escapes(pattern, len(pattern) - 1):
+        length = 1
+    else:
+        return 0
+    rest = pattern[:-length]
+    if rest.endswith(("\\)", "\\]")) and _escapes(rest, len(rest) - 2):
+        return length
+    before = rest[-1:]
+    if before and (_is_word_character(before) or before in "'\"`") and not _escapes(rest, len(rest) - 1):
+        return length
+    return 0
+
+
+def _escapes(pattern: str, position: int) -> bool:
+    """Whether the backslash at `position` escapes what follows (or, for another character, whether a
+    backslash escapes it): an odd run of backslashes ends there."""
+    run = len(pattern[:position]) - len(pattern[:position].rstrip("\\"))
+    return (run % 2 == 0) if pattern[position] == "\\" else (run % 2 == 1)
+
+
+def _has_alternation(pattern: str) -> bool:
+    escaped = False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "|":
+            return True
+    return False
 
 
 def match_pattern(pattern: str, message: str) -> PatternHit | None:

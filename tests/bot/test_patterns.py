@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,16 +20,46 @@ from bot.patterns import (
 from bot.rust_messages import escape_literal
 
 
-def tolerant_regex(segments: list[str]) -> str:
-    """The reference: a regex of the segments whose whitespace runs are `\\s+`, spaces at either end
-    optional, each placeholder `(.+?)`. The literal matcher must meet exactly what it meets (in RE2)."""
+def plain_regex(segments: list[str]) -> str:
+    """A regex of the segments whose whitespace runs are `\\s+`, spaces at either end optional, each
+    placeholder `(.+?)`: the pattern as the data set writes it."""
     parts = [r"\s+".join(escape_literal(word) for word in re.split(r"\s+", segment)) for segment in segments]
     return re.sub(r"^(?:\\s\+)+|(?:\\s\+)+$", "", "(.+?)".join(parts))
 
 
+def tolerant_regex(segments: list[str]) -> str:
+    """The reference: `plain_regex`, where at the very end of the text the last segment's final `.`, `!` or
+    `:` is optional when a word character, a quote or a closing bracket comes before it, and one more `.` may
+    follow. The literal matcher must meet exactly what it meets (in RE2)."""
+    regex = plain_regex(segments)
+    tail = re.sub(r"\s+", " ", segments[-1]).rstrip(" ")
+    if len(tail) >= 2 and tail[-1] in ".!:" and (tail[-2].isalnum() or tail[-2] in "_'\"`)]"):
+        final = escape_literal(tail[-1])
+        regex = f"{regex[: -len(final)]}(?:{final}|\\z)"
+    return regex + r"(?:\.\z)??"
+
+
+_REFERENCE_OPTIONS = re2.Options()
+_REFERENCE_OPTIONS.dot_nl = True
+
+
+def reference_hit(regex: str, text: str) -> PatternHit | None:
+    """How RE2 meets `text` with `regex` as written, in match_pattern's modes."""
+    program = re2.compile(regex, _REFERENCE_OPTIONS)
+    found = program.search(text)
+    if not found:
+        return None
+    if program.fullmatch(text):
+        return PatternHit("full", 0, len(text))
+    prefix = program.match(text)
+    if prefix and text.startswith(": ", prefix.end()):
+        return PatternHit("expect", 0, prefix.end())
+    return PatternHit("contained", found.start(), found.end())
+
+
 def both(segments: list[str], message: str) -> tuple[PatternHit | None, PatternHit | None]:
     text = normalize_space(message)
-    return match_literal(literal_pattern(segments), text), match_pattern(tolerant_regex(segments), text)
+    return match_literal(literal_pattern(segments), text), reference_hit(tolerant_regex(segments), text)
 
 
 def test_modes_on_a_burn_message() -> None:
@@ -139,3 +170,70 @@ def test_a_pattern_glued_inside_words_too_often_is_taken_as_absent() -> None:
     assert match_literal_word(parts, f"{glued} matmul: dtype mismatch") is not None
     glued = " ".join(["int_matmul: dtype mismatch"] * WORD_START_ATTEMPTS)
     assert match_literal_word(parts, f"{glued} matmul: dtype mismatch") is None  # bounded work
+
+
+# -- a message quoted without its final punctuation, or with one more period ----------------------------
+
+
+def test_the_final_period_is_optional_at_the_end_of_the_message_only() -> None:
+    parts = literal_pattern(["Can't differentiate ", " backward."])
+    assert match_literal(parts, "Can't differentiate deform conv 2d backward") == PatternHit("full", 0, 43)
+    assert match_literal(parts, "hi: Can't differentiate x backward") == PatternHit("contained", 4, 34)
+    assert match_literal(parts, "Can't differentiate x backward and more") is None  # not at the end
+    assert match_literal(parts, "Can't differentiate x backward: Err(Io)") is None  # not the expect form
+    assert match_literal(parts, "Can't differentiate x backward.: Err(Io)") == PatternHit("expect", 0, 31)
+    for final in ("!", ":"):
+        assert match_literal(literal_pattern([f"Device lost{final}"]), "Device lost") == PatternHit(
+            "full", 0, 11
+        )
+    assert match_literal(literal_pattern(["Expected shape '", "'."]), "Expected shape '[2]'").mode == "full"
+
+
+def test_a_message_adding_a_final_period_is_a_full_match() -> None:
+    parts = literal_pattern(["Tensors should not be empty"])
+    assert match_literal(parts, "Tensors should not be empty.") == PatternHit("full", 0, 28)
+    assert match_literal(parts, "Tensors should not be empty..") == PatternHit("contained", 0, 27)
+    assert match_literal(literal_pattern(["Device lost."]), "Device lost..") == PatternHit("full", 0, 13)
+
+
+def test_short_and_generic_patterns_match_nothing_more() -> None:
+    # A placeholder before the final period stays a placeholder followed by a period.
+    assert match_literal(literal_pattern(["", "."]), "anything at all") is None
+    assert match_literal(literal_pattern(["Unknown device ", "."]), "Unknown device Cuda(3)") is None
+    # Punctuation after a space, another punctuation mark or an escape is not a word's final punctuation.
+    assert match_literal(literal_pattern(["Done ."]), "Done") is None
+    assert match_literal(literal_pattern(["Wait..."]), "Wait..") is None
+    # In the middle of a text, the punctuation is still required.
+    assert match_literal(literal_pattern(["Unsupported."]), "Unsupported op") is None
+    assert match_literal(literal_pattern(["Unsupported"]), "Unsupported op") == PatternHit("contained", 0, 11)
+
+
+def test_the_re2_path_tolerates_the_same_final_punctuation() -> None:
+    from bot.patterns import tolerant_pattern
+
+    assert match_pattern(r"Index (\d+) out of bounds\.", "Index 3 out of bounds") == PatternHit("full", 0, 21)
+    assert match_pattern(r"Index (\d+) out of bounds!", "x: Index 3 out of bounds") == PatternHit(
+        "contained", 3, 24
+    )
+    assert match_pattern(r"Index (\d+) out of bounds", "Index 3 out of bounds.") == PatternHit("full", 0, 22)
+    assert match_pattern(r"Index (\d+) out of bounds\.", "Index 3 out of bounds and more") is None
+    # A class, an alternation or an escaped backslash before the end is left as it is.
+    assert tolerant_pattern(r"a\d:") == r"(?:a\d:)(?:\.\z)??"
+    assert tolerant_pattern(r"a\.|b\.") == r"(?:a\.|b\.)(?:\.\z)??"
+    assert tolerant_pattern("a\\\\.") == r"(?:a\\.)(?:\.\z)??"
+    assert tolerant_pattern(r"size \(2\)\.") == r"(?:size \(2\))(?:\.|\z)(?:\.\z)??"
+    assert match_pattern(r"a\d:", "a1") is None
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_SEGMENT, min_size=1, max_size=4), _MESSAGE)
+def test_the_re2_path_widens_a_plain_regex_as_the_reference_does(segments: list[str], message: str) -> None:
+    text = normalize_space(message)
+    assert match_pattern(plain_regex(segments), text) == reference_hit(tolerant_regex(segments), text)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.text(alphabet="ab!:.'", min_size=1, max_size=4), min_size=1, max_size=3), _MESSAGE)
+def test_final_punctuation_agrees_with_re2(segments: list[str], message: str) -> None:
+    text = normalize_space(message)
+    assert match_literal(literal_pattern(segments), text) == reference_hit(tolerant_regex(segments), text)
