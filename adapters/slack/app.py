@@ -47,6 +47,7 @@ log = logging.getLogger("panicbot.slack")
 COMMAND = "/panic"
 SHORTCUT_CALLBACK_ID = "explain_panic"
 PLATFORM = "slack"
+BOLT_LOGGER = "slack_bolt.panicbot"
 # chat.update errors that mean the reply is not there to change any more.
 REPLY_GONE_ERRORS = frozenset({"message_not_found", "channel_not_found", "is_archived"})
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
@@ -138,6 +139,31 @@ def build_web_client(settings: SlackSettings) -> AsyncWebClient:
     )
 
 
+class NoRequestBodies(logging.Filter):
+    """Bolt writes request bodies into some of its messages: a refused signature (at INFO, the whole body),
+    an unhandled request, a middleware that skipped `next()`. Such a message keeps only its first words."""
+
+    _DETAILS = re.compile(r"\s*(?:\(|\{|\bbody\b).*", re.DOTALL | re.IGNORECASE)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cut = self._DETAILS.sub("", message, count=1)
+        if cut != message:
+            record.msg, record.args = f"{cut} (request details withheld)", ()
+        return True
+
+
+def bolt_logger() -> logging.Logger:
+    """The base logger Bolt's loggers copy their level, handlers and filters from (slack_bolt.logger).
+
+    Without one Bolt copies the root's level onto each, overriding what `slack_bolt` was set to; left at
+    NOTSET here, they follow `slack_bolt`'s level, and the filter keeps request bodies out of their lines."""
+    logger = logging.getLogger(BOLT_LOGGER)
+    if not any(isinstance(existing, NoRequestBodies) for existing in logger.filters):
+        logger.addFilter(NoRequestBodies())
+    return logger
+
+
 def build_slack_app(
     settings: SlackSettings,
     service: PanicLookup,
@@ -148,6 +174,8 @@ def build_slack_app(
     secret = settings.slack_signing_secret
     app = AsyncApp(
         client=build_web_client(settings),
+        logger=bolt_logger(),
+        name=BOLT_LOGGER,  # listener loggers are named after the app: keep them under `slack_bolt` too
         signing_secret=secret.get_secret_value() if secret else None,
         request_verification_enabled=secret is not None,
         process_before_response=True,  # see _Handlers.acked_then_later

@@ -1,9 +1,22 @@
-"""Running the Slack app: HTTP mode (`POST /slack/events`, `GET /healthz`) or Socket Mode."""
+"""Running the Slack app: HTTP mode (`POST /slack/events`, `GET /healthz`) or Socket Mode.
+
+In HTTP mode every request is checked on its raw bytes before anything reads it: a compressed body is refused,
+the body is read within a size and a time limit, and the signature (HMAC-SHA256 of `v0:{timestamp}:{body}`,
+compared in constant time, at most 5 minutes old) is verified. Only then is the body parsed, and a signed body
+that is not what Slack sends is a 400. Unsigned, stale or forged requests are a 401: nothing of them is parsed
+or logged above DEBUG."""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import hmac
+import json
 import logging
-from collections.abc import Sequence
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import parse_qsl
 
 from aiohttp import web
@@ -18,6 +31,144 @@ log = logging.getLogger("panicbot.slack")
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
+# Slack's own limit: a request older (or newer) than this is a replay, whatever its signature.
+SIGNATURE_MAX_AGE_SECONDS = 5 * 60
+# Slack's payloads are a few KB (a slash command's text is at most 4,000 characters); 2 MiB is ample.
+MAX_BODY_BYTES = 2 * 1024 * 1024
+# A client sending its body slower than this has its connection closed (see `http_runner` for the headers).
+DEFAULT_READ_TIMEOUT_SECONDS = 10.0
+
+# Unix seconds, ASCII digits only: int() would also take " 1", "1_000" and other scripts' digits.
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
+# The JSON nesting Slack's payloads need is a handful of levels; far deeper is an attack on the parser.
+_MAX_JSON_DEPTH = 64
+_STR, _DICT, _LIST, _NONE = (str,), (dict,), (list,), (type(None),)
+# What Bolt and the handlers read, and the types Slack gives it; any other type is a malformed body.
+_TOP_LEVEL: dict[str, tuple[type, ...]] = {
+    "type": _STR,
+    "token": _STR,
+    "command": _STR,
+    "text": _STR,
+    "callback_id": _STR,
+    "event_id": _STR,
+    "team_id": _STR + _NONE,
+    "user_id": _STR,
+    "channel_id": _STR,
+    "response_url": _STR,
+    "trigger_id": _STR,
+    "api_app_id": _STR,
+    "enterprise_id": _STR + _NONE,
+    "event": _DICT,
+    "authorizations": _LIST,
+    "actions": _LIST,
+    "team": _STR + _DICT + _NONE,
+    "enterprise": _STR + _DICT + _NONE,
+    "user": _STR + _DICT,
+    "channel": _STR + _DICT,
+    "container": _DICT,
+    "message": _DICT,
+    "view": _DICT,
+}
+_EVENT: dict[str, tuple[type, ...]] = {
+    "type": _STR,
+    "subtype": _STR + _NONE,
+    "text": _STR + _NONE,
+    "user": _STR + _DICT + _NONE,
+    "channel": _STR + _DICT + _NONE,
+    "ts": _STR,
+    "thread_ts": _STR + _NONE,
+    "event_ts": _STR,
+    "team": _STR + _NONE,
+    "user_team": _STR + _NONE,
+    "message": _DICT + _NONE,
+    "previous_message": _DICT + _NONE,
+}
+_ACTION: dict[str, tuple[type, ...]] = {"action_id": _STR, "block_id": _STR, "value": _STR}
+
+
+class MalformedBody(ValueError):
+    """A signed body that is not one Slack sends; the reason names the problem, never the content."""
+
+
+def signature_is_valid(
+    secret: str,
+    body: bytes,
+    timestamp: str | None,
+    signature: str | None,
+    now: float | None = None,
+) -> bool:
+    """Slack's `v0` request signature over the raw bytes, in constant time, within 5 minutes of `now`."""
+    if not timestamp or not signature or not _TIMESTAMP.fullmatch(timestamp):
+        return False
+    if not _SIGNATURE.fullmatch(signature):
+        return False
+    if abs((time.time() if now is None else now) - int(timestamp)) > SIGNATURE_MAX_AGE_SECONDS:
+        return False
+    base = b"v0:" + timestamp.encode("ascii") + b":" + body
+    expected = "v0=" + hmac.new(secret.encode("utf-8"), base, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode("ascii"), signature.encode("ascii"))
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    depth = 0
+    for char in text:  # cheap pre-check: json.loads recurses, and a deep enough body exhausts the stack
+        if char in "[{":
+            depth += 1
+            if depth > _MAX_JSON_DEPTH:
+                raise MalformedBody(f"{what} nests too deeply")
+        elif char in "]}":
+            depth -= 1
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise MalformedBody(f"{what} is not JSON") from None
+    if not isinstance(value, dict):
+        raise MalformedBody(f"{what} is not a JSON object")
+    return value
+
+
+def _check_types(value: Mapping[str, Any], expected: Mapping[str, tuple[type, ...]], what: str) -> None:
+    for key, types in expected.items():
+        if key in value and not isinstance(value[key], types):
+            raise MalformedBody(f"{what}.{key} has the wrong type")
+
+
+def _check_shape(body: Mapping[str, Any]) -> None:
+    _check_types(body, _TOP_LEVEL, "body")
+    if isinstance(body.get("event"), dict):
+        _check_types(body["event"], _EVENT, "event")
+    for key, expected in (("authorizations", {}), ("actions", _ACTION)):
+        for item in body.get(key) or ():
+            if not isinstance(item, dict):
+                raise MalformedBody(f"{key} holds a non-object")
+            _check_types(item, expected, key)
+    if body.get("type") == "block_actions" and not all(
+        isinstance(action.get("action_id"), str) for action in body.get("actions") or [{}]
+    ):
+        raise MalformedBody("a block action without an action_id")
+
+
+def parse_signed_body(raw: bytes, content_type: str | None) -> str:
+    """The body as text, once it is known to parse the way Bolt will read it; else `MalformedBody`.
+
+    Mirrors slack-bolt's `parse_body`: JSON when the content type says so or the body starts with `{`, else a
+    form, whose `payload` field (interactivity) holds JSON."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedBody("the body is not UTF-8") from None
+    if not text:
+        return text
+    if content_type == "application/json" or text.startswith("{"):
+        _check_shape(_json_object(text, "the body"))
+        return text
+    form = dict(parse_qsl(text, keep_blank_values=True))
+    if "payload" in form:
+        _check_shape(_json_object(form["payload"], "the payload"))
+    else:
+        _check_shape(form)
+    return text
 
 
 def to_bolt_request(raw_body: str, query: str, headers: dict[str, str | Sequence[str]]) -> AsyncBoltRequest:
@@ -33,28 +184,120 @@ def to_bolt_request(raw_body: str, query: str, headers: dict[str, str | Sequence
     return request
 
 
-def add_slack_routes(web_app: web.Application, app: AsyncApp) -> None:
-    """`POST /slack/events`: events, commands, shortcuts and actions all arrive here in HTTP mode."""
+def _content_type(headers: Mapping[str, str]) -> str | None:
+    """The media type exactly as Bolt reads it (`extract_content_type`), so both parse a body alike."""
+    value = headers.get("Content-Type")
+    return value.split(";")[0] if value else None
+
+
+def _refused(status: int, error: str) -> web.Response:
+    return web.json_response({"error": error}, status=status)
+
+
+async def read_body(request: web.Request, *, limit: int, timeout: float) -> bytes:
+    """The raw body, at most `limit` bytes, read within `timeout` seconds; else an HTTP error, and a body
+    too slow closes the connection. Compressed bodies are refused before a byte is read: Slack never sends
+    them, and inflating one costs CPU out of all proportion to its size."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise web.HTTPUnsupportedMediaType(text="compressed bodies are not accepted")
+    if request.content_length is not None and request.content_length > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(timeout):
+            while chunk := await request.content.readany():
+                size += len(chunk)
+                if size > limit:
+                    raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+                chunks.append(chunk)
+    except TimeoutError:
+        if request.transport is not None:
+            request.transport.close()  # a dribbling client holds nothing more of ours
+        raise web.HTTPRequestTimeout(text="the body came too slowly") from None
+    return b"".join(chunks)
+
+
+def _app_signing_secret(app: AsyncApp) -> str:
+    # Bolt keeps the secret it verifies with; the route checks with the same one before Bolt sees anything.
+    secret = getattr(app, "_signing_secret", "")
+    return secret if isinstance(secret, str) else ""
+
+
+def add_slack_routes(
+    web_app: web.Application,
+    app: AsyncApp,
+    *,
+    signing_secret: str | None = None,
+    read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    clock: Callable[[], float] = time.time,
+) -> None:
+    """`POST /slack/events`: events, commands, shortcuts and actions all arrive here in HTTP mode.
+
+    `signing_secret` defaults to the app's; HTTP mode without one is refused (anyone could post)."""
+    secret = signing_secret or _app_signing_secret(app)
+    if not secret:
+        raise ValueError("Slack over HTTP needs a signing secret")
 
     async def events(request: web.Request) -> web.Response:
-        raw = await request.text()
-        bolt_request = to_bolt_request(raw, request.query_string, dict(request.headers))
+        raw = await read_body(request, limit=max_body_bytes, timeout=read_timeout)
+        headers = request.headers
+        if not signature_is_valid(
+            secret,
+            raw,
+            headers.get("X-Slack-Request-Timestamp"),
+            headers.get("X-Slack-Signature"),
+            clock(),
+        ):
+            log.debug("refused a request without a valid Slack signature (%d bytes)", len(raw))
+            return _refused(401, "invalid request")
+        try:
+            text = parse_signed_body(raw, _content_type(headers))
+            bolt_request = to_bolt_request(text, request.query_string, dict(headers))
+        except MalformedBody as exc:
+            log.warning("refused a signed request: %s", exc)
+            return _refused(400, "malformed request")
+        except Exception as exc:  # Bolt's own reading of a shape no check above foresaw
+            log.warning("refused a signed request Bolt cannot read: %s", exc.__class__.__name__)
+            return _refused(400, "malformed request")
         bolt_response = await app.async_dispatch(bolt_request)
         return await to_aiohttp_response(bolt_response)
 
     web_app.router.add_post(EVENTS_PATH, events)
 
 
-def build_web_application(app: AsyncApp, records: int) -> web.Application:
+def build_web_application(
+    app: AsyncApp, records: int, *, read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS
+) -> web.Application:
     """The aiohttp application Slack posts to, with a health check for the load balancer."""
 
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"ok": True, "records": records})
 
-    web_app = web.Application(client_max_size=2 * 1024 * 1024)
-    add_slack_routes(web_app, app)
+    web_app = web.Application(client_max_size=MAX_BODY_BYTES)
+    add_slack_routes(web_app, app, read_timeout=read_timeout)
     web_app.router.add_get(HEALTH_PATH, health)
     return web_app
+
+
+def http_runner(
+    web_app: web.Application, *, read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS, **options: Any
+) -> web.AppRunner:
+    """An AppRunner that holds no connection for a slow or idle client.
+
+    aiohttp arms its keep-alive timer when a connection opens and after each response, and closes the
+    connection if no complete request head arrived by then: with `read_timeout` as that timer, headers sent
+    slower than it get the connection closed. Bodies are never inflated by the server (`auto_decompress`
+    off; `read_body` refuses them), and an unread body is drained for at most `read_timeout`."""
+    return web.AppRunner(
+        web_app,
+        keepalive_timeout=read_timeout,
+        lingering_time=read_timeout,
+        auto_decompress=False,
+        **options,
+    )
 
 
 async def run_socket_mode(app: AsyncApp, app_token: str) -> None:
