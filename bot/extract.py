@@ -172,6 +172,8 @@ def _thread_id(value: str | None) -> int | None:
 def _old_style_panic(lines: list[str], index: int) -> tuple[Panic, int] | None:
     """`panicked at 'message', path:l:c`, whose message may run over several lines."""
     line = lines[index]
+    if "panicked at '" not in line:
+        return None
     start = _HEADER_OLD_START.search(line)
     if not start:
         return None
@@ -192,6 +194,8 @@ def _old_style_panic(lines: list[str], index: int) -> tuple[Panic, int] | None:
 
 def _new_style_panic(lines: list[str], index: int) -> tuple[Panic, int] | None:
     line = lines[index]
+    if "panicked at " not in line:
+        return None  # a plain scan first: most lines of a long log are not headers
     header = _HEADER_NEW.search(line)
     if not header:
         return None
