@@ -264,6 +264,22 @@ def _one_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+# Line breaks that code written on one line would not have: before `.method()` and `?` in a chain, after
+# an opening bracket, before a closing one (with a trailing comma).
+_CODE_BREAKS = (
+    re.compile(r"\s*\n\s*(?=[.?])"),
+    re.compile(r"(?<=[(\[])\s*\n\s*"),
+    re.compile(r",?\s*\n\s*(?=[)\]])"),
+)
+
+
+def _code_line(code: str, limit: int = CONDITION_MAX_LENGTH) -> str:
+    """Source code as one line, as it would be written on one: `a\n    .b()` is `a.b()`."""
+    for pattern in _CODE_BREAKS:
+        code = pattern.sub("", code)
+    return _one_line(code, limit)
+
+
 # ---- Strings ------------------------------------------------------------------------------------------
 
 _STRING_STOP = re.compile(r"[\"\\]")
@@ -550,6 +566,7 @@ class _FileScan:
         self.rows = _VIEW_OPEN.count(b"\n") if token_view else 0
         self.data = _VIEW_OPEN + data + _VIEW_CLOSE if token_view else data
         self.end = self.shift + len(data)  # where the file's text ends in `self.data`
+        self.last_row = self.rows + data.count(b"\n")
         self.ascii = ascii
         self.root = Parser(_RUST).parse(self.data).root_node
         self.test_modules: list[str] = []
@@ -938,15 +955,17 @@ class _FileScan:
             span = FunctionSpan(
                 _bare(self.text(name)),
                 self.impl_type(parent),
-                parent.start_point.row + 1,
-                body.end_point.row + 1,
+                parent.start_point.row + 1 - self.rows,
+                min(body.end_point.row, self.last_row) + 1 - self.rows,
             )
-            return _Function(span, body.start_byte - self.shift, body.end_byte - self.shift, parent, self)
+            body_end = min(body.end_byte, self.end) - self.shift
+            return _Function(span, body.start_byte - self.shift, body_end, parent, self)
         if parent is None or parent.type not in ("token_tree", "ERROR"):
             return None
         # Among a macro's tokens (or code the parser could not read): `fn NAME ... {body}`, no `;` between.
         name = self.next_leaf(keyword)
-        if name is None or name.parent != parent or not name.is_named or not _is_word(self.text(name)):
+        # A metavariable (`fn $name`) is no name: the function is named where the macro is called.
+        if name is None or name.parent != parent or name.type != "identifier":
             return None
         body_start = body_end = -1
         end_row = 0
@@ -978,10 +997,10 @@ class _FileScan:
             (_leaf_type(before) and self.text(before) in _FN_MODIFIERS) or _group_kind(before) == "("
         ):
             first = before  # `pub`, `pub(crate)`, `async`, `unsafe`...
-        span = FunctionSpan(
-            _bare(self.text(name)), self.impl_type(keyword), first.start_point.row + 1, end_row + 1
-        )
-        return _Function(span, body_start - self.shift, body_end - self.shift, keyword, self)
+        # The token view's closing bracket is not the file's: a body it closes ends with the file.
+        start_row, end_row = first.start_point.row - self.rows, min(end_row, self.last_row) - self.rows
+        span = FunctionSpan(_bare(self.text(name)), self.impl_type(keyword), start_row + 1, end_row + 1)
+        return _Function(span, body_start - self.shift, min(body_end, self.end) - self.shift, keyword, self)
 
     def impl_type(self, node: Node) -> str | None:
         """The self type of the nearest enclosing `impl` block, or the trait of a trait's default method."""
@@ -1149,12 +1168,12 @@ class _FileScan:
         if word.endswith(("_eq", "_ne")):
             if len(before) < 2:
                 return None
-            left = " ".join(self.source_of(atoms, *before[0]).split())
-            right = " ".join(self.source_of(atoms, before[1][0], before[-1][1]).split())
+            left = _code_line(self.source_of(atoms, *before[0]), len(self.data))
+            right = _code_line(self.source_of(atoms, before[1][0], before[-1][1]), len(self.data))
             text = f"{left} {'==' if word.endswith('_eq') else '!='} {right}"
         else:
             text = self.source_of(atoms, before[0][0], before[-1][1])
-        return _one_line(text, CONDITION_MAX_LENGTH) if text.strip() else None
+        return _code_line(text) if text.strip() else None
 
     def enclosing_condition(self, leaf: Node) -> str | None:
         """The condition of the nearest `if` (negated in its `else`) or the pattern of the `match` arm the
@@ -1165,12 +1184,12 @@ class _FileScan:
             if node.type == "if_expression":
                 condition = node.child_by_field_name("condition")
                 if condition is not None and child == node.child_by_field_name("consequence"):
-                    return _one_line(self.text(condition), CONDITION_MAX_LENGTH)
+                    return _code_line(self.text(condition))
                 if condition is not None and child == node.child_by_field_name("alternative"):
-                    return _one_line(f"not ({' '.join(self.text(condition).split())})", CONDITION_MAX_LENGTH)
+                    return _code_line(f"not ({_code_line(self.text(condition), len(self.data))})")
             elif node.type == "match_arm" and child == node.child_by_field_name("value"):
                 pattern = node.child_by_field_name("pattern")
-                return None if pattern is None else _one_line(self.text(pattern), CONDITION_MAX_LENGTH)
+                return None if pattern is None else _code_line(self.text(pattern))
             child, node = node, node.parent
         return None
 
@@ -1186,7 +1205,7 @@ class _FileScan:
         receiver = _decode(self.data[start : dot.start_byte]) if start is not None else ""
         if not receiver.strip():
             return None
-        return _one_line(receiver, CONDITION_MAX_LENGTH - len(_EXPECT_FAILS)) + _EXPECT_FAILS
+        return _code_line(receiver, CONDITION_MAX_LENGTH - len(_EXPECT_FAILS)) + _EXPECT_FAILS
 
     def chain_start(self, dot: Node) -> int | None:
         """Among a macro's tokens, where the method chain ending at `dot` begins (`self.x.get(i)` in
@@ -1241,7 +1260,7 @@ class _FileScan:
 _CHAIN_BEFORE: dict[str, frozenset[str]] = {
     ".": frozenset({"word", "group", "?", "literal"}),
     "?": frozenset({"word", "group", "?", "literal"}),
-    "group": frozenset({"word", "group", "!"}),
+    "group": frozenset({"word", "group", "!", "::"}),  # `::` stands for a turbofish `::<T>`
     "word": frozenset({".", "::"}),
     "::": frozenset({"word"}),
     "!": frozenset({"word"}),

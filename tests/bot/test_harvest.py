@@ -541,3 +541,375 @@ def test_tensor_checks_take_literal_messages_and_details_only() -> None:
         (6, "Rank {D} and {}"),
     ]
     assert {site.background_tag for site in sites} == {"tensor-check-failed"}
+
+
+# ---- What the parse tree adds: impl types, conditions, `# Panics` docs, function spans -------------------
+
+from bot.harvest import (  # noqa: E402 - the tests above import what they need first
+    CONDITION_MAX_LENGTH,
+    PANICS_DOC_MAX_LENGTH,
+    FileHarvest,
+    FunctionSpan,
+    FunctionSpans,
+    function_at,
+    harvest_file,
+)
+from bot.harvest import harvest_tree as harvest_parsed  # noqa: E402 - `harvest_tree` above is the fixture's
+
+
+def sites_of(text: str, path: str = "crates/x/src/lib.rs") -> list[HarvestedSite]:
+    return list(harvest_parsed(text, path, repo=REPO, sha=SHA).sites)
+
+
+def test_impl_type_is_the_self_type_without_generics_or_the_trait() -> None:
+    text = """
+impl<B: Backend> ModuleOps<Autodiff<B>> for AutodiffTensor<B> {
+    fn conv(&self) { panic!("in a trait impl"); }
+}
+impl<T> Wrapper<T> {
+    fn get(&self) -> T {
+        fn helper() { todo!("nested fn of a method"); }
+        unreachable!("inherent impl")
+    }
+}
+impl Display for &crate::shape::Shape { fn fmt() { unimplemented!("reference to a path"); } }
+trait Backend {
+    fn sync() { panic!("default method"); }
+    fn required();
+}
+fn free() { panic!("free function"); }
+"""
+    assert [(site.message, site.function, site.impl_type) for site in sites_of(text)] == [
+        ("in a trait impl", "conv", "AutodiffTensor"),
+        ("nested fn of a method", "helper", "Wrapper"),
+        ("inherent impl", "get", "Wrapper"),
+        ("reference to a path", "fmt", "Shape"),
+        ("default method", "sync", "Backend"),
+        ("free function", "free", None),
+    ]
+
+
+CONDITIONS = r"""
+fn conditions(x: Option<u8>, v: &[u8], n: usize) {
+    assert!(
+        n > 0
+            && v.len() < 10,
+        "assert"
+    );
+    assert_eq!(v.len(), n, "assert_eq {}", n);
+    debug_assert_ne!(v[0], 0, "debug_assert_ne");
+    assert!(v.iter().fold(0, |a, b| a + b) > 0, "closure commas");
+    if n > 3 {
+        panic!("if");
+    } else if n == 2 {
+        unreachable!("else if");
+    } else {
+        todo!("else");
+    }
+    if let Some(value) = x {
+        unimplemented!("if let {value}");
+    }
+    match x {
+        Some(v) if v > 3 => panic!("guard"),
+        Some(_) => {
+            let y = 1;
+            panic!("arm block");
+        }
+        None => {}
+    }
+    let r = v
+        .first()
+        .copied()
+        .expect("parsed receiver");
+    println!("{}", self.items.get(n)?.value::<u8>().expect("receiver in a macro"));
+    if n > 9 {
+        check = check.register(TensorError::new("tensor check"));
+    }
+    panic!("nothing around");
+}
+"""
+
+
+def test_each_condition_form() -> None:
+    assert [(site.message, site.condition) for site in sites_of(CONDITIONS)] == [
+        ("assert", "n > 0 && v.len() < 10"),
+        ("assert_eq {}", "v.len() == n"),
+        ("debug_assert_ne", "v[0] != 0"),
+        ("closure commas", "v.iter().fold(0, |a, b| a + b) > 0"),
+        ("if", "n > 3"),
+        ("else if", "n == 2"),  # the nearest `if`
+        ("else", "not (n == 2)"),
+        ("if let {value}", "let Some(value) = x"),
+        ("guard", "Some(v) if v > 3"),
+        ("arm block", "Some(_)"),
+        ("parsed receiver", "v.first().copied() is Err/None"),
+        ("receiver in a macro", "self.items.get(n)?.value::<u8>() is Err/None"),
+        ("tensor check", "n > 9"),
+        ("nothing around", None),
+    ]
+
+
+def test_a_condition_is_one_line_cut_at_its_limit() -> None:
+    long = " && ".join(f"value_{i} > {i}" for i in range(40))
+    [site] = sites_of(f'fn f() {{ if {long} {{ panic!("long"); }} }}')
+    assert site.condition is not None and len(site.condition) == CONDITION_MAX_LENGTH
+    assert site.condition.endswith("…") and site.condition.startswith("value_0 > 0 && value_1 > 1")
+    # The condition of an `if` outside the function does not reach a nested one.
+    [inner] = sites_of('fn f() { if a { fn g() { panic!("inner fn"); } } }')
+    assert inner.condition is None
+
+
+PANICS_DOCS = """
+/// Reshapes the tensor.
+///
+/// # Panics
+///
+/// If the new shape has another number of elements,
+/// or if `dims` is empty.
+///
+/// ```
+/// # let t = 1;
+/// reshape(t);
+/// ```
+///
+/// # Example
+/// Not part of the section.
+#[inline]
+pub fn reshape() { panic!("reshape"); }
+
+/// No panics section here.
+fn plain() { panic!("plain"); }
+
+/**
+ * # Panics
+ * In a block doc comment.
+ */
+fn block() { panic!("block"); }
+
+/// ## Panics
+/// Under a second-level heading. # Not a heading
+// A plain comment between doc and function.
+fn second_level() { panic!("second level"); }
+"""
+
+
+def test_panics_doc_is_the_panics_section_as_one_paragraph() -> None:
+    assert [(site.function, site.panics_doc) for site in sites_of(PANICS_DOCS)] == [
+        ("reshape", "If the new shape has another number of elements, or if `dims` is empty."),
+        ("plain", None),
+        ("block", "In a block doc comment."),
+        ("second_level", "Under a second-level heading. # Not a heading"),
+    ]
+    long = "/// # Panics\n" + "/// Always panics loudly.\n" * 60 + 'fn f() { panic!("x"); }\n'
+    [site] = sites_of(long)
+    assert site.panics_doc is not None and len(site.panics_doc) == PANICS_DOC_MAX_LENGTH
+    assert site.panics_doc.endswith("…")
+
+
+SPANS = """fn top() {
+    fn nested() {
+        let x = 1;
+    }
+    let closure = || {
+        panic!("closure in top");
+    };
+}
+
+impl Thing {
+    pub(crate) async fn method(&self) -> u8 {
+        1
+    }
+}
+
+trait Shape {
+    fn required(&self);
+    fn provided(&self) { }
+}
+
+#[cfg(test)]
+mod tests {
+    fn helper() {}
+    #[test]
+    fn case() {}
+}
+
+#[test]
+fn lone_test() {}
+
+macro_rules! make {
+    ($t:ty) => {
+        impl Make for $t {
+            fn made() -> u8 { 0 }
+            fn $name() {}
+        }
+    };
+}
+fn last() {} fn same_line() {}
+"""
+
+
+def test_function_spans_cover_every_fn_with_a_body_outside_test_code() -> None:
+    harvest = harvest_parsed(SPANS, "crates/x/src/lib.rs", repo=REPO, sha=SHA)
+    assert isinstance(harvest, FileHarvest)
+    assert list(harvest.functions) == [
+        FunctionSpan("top", None, 1, 8),
+        FunctionSpan("nested", None, 2, 4),
+        FunctionSpan("method", "Thing", 11, 13),
+        FunctionSpan("provided", "Shape", 18, 18),
+        FunctionSpan("made", None, 34, 34),  # among a macro's tokens; `fn $name` names nothing
+        FunctionSpan("last", None, 39, 39),
+        FunctionSpan("same_line", None, 39, 39),
+    ]
+    [site] = harvest.sites
+    assert (site.function, site.line) == ("top", 6)
+    assert harvest_file(SPANS, "crates/x/src/lib.rs", repo=REPO, sha=SHA) == (list(harvest.sites), [])
+
+
+def test_function_at_finds_the_innermost_function_of_a_line() -> None:
+    functions = harvest_parsed(SPANS, "crates/x/src/lib.rs", repo=REPO, sha=SHA).functions
+    names = {line: getattr(function_at(functions, line), "name", None) for line in range(42)}
+    assert [names[line] for line in (0, 1, 2, 4, 5, 8, 9, 11, 12, 17, 18, 22, 34, 35, 39, 41)] == [
+        None, "top", "nested", "nested", "top", "top", None, "method", "method", None, "provided", None,
+        "made", None, "same_line", None,
+    ]  # fmt: skip
+    # Any sequence works; a FunctionSpans keeps its index between calls.
+    assert function_at(list(functions), 3) == function_at(functions, 3) == FunctionSpan("nested", None, 2, 4)
+    assert function_at([], 3) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 30)), max_size=30), st.integers(0, 100))
+def test_function_at_is_the_latest_starting_span_holding_the_line(
+    spans: list[tuple[int, int]], line: int
+) -> None:
+    functions = FunctionSpans(
+        sorted(
+            (FunctionSpan(f"f{i}", None, start, start + length) for i, (start, length) in enumerate(spans)),
+            key=lambda span: (span.start_line, -span.end_line),
+        )
+    )
+    holding = [span for span in functions if span.start_line <= line <= span.end_line]
+    expected = max(holding, key=lambda span: (span.start_line, -span.end_line), default=None)
+    found = function_at(functions, line)
+    assert (
+        (found.start_line, found.end_line) == (expected.start_line, expected.end_line)
+        if expected
+        else (found is None)
+    )
+
+
+def test_function_at_is_a_bisect_on_thousands_of_spans() -> None:
+    import time
+
+    functions = FunctionSpans(
+        span
+        for i in range(5000)
+        for span in (
+            FunctionSpan(f"outer{i}", "T", i * 10 + 1, i * 10 + 8),
+            FunctionSpan(f"inner{i}", "T", i * 10 + 3, i * 10 + 4),
+        )
+    )
+    function_at(functions, 1)  # builds the index
+    started = time.perf_counter()
+    found = [function_at(functions, line) for line in range(1, 50_001)]
+    assert time.perf_counter() - started < 1.0
+    assert [getattr(f, "name", None) for f in found[:11]] == [
+        "outer0", "outer0", "inner0", "inner0", "outer0", "outer0", "outer0", "outer0", None, None, "outer1",
+    ]  # fmt: skip
+
+
+def test_code_the_grammar_cannot_read_still_gives_its_sites() -> None:
+    # tree-sitter-rust rejects attributes on a struct pattern's fields; its error recovery then reads the
+    # quote of `"b"` as the start of a string that swallows the `expect` below. The token view does not.
+    text = """fn quantize(scheme: Scheme) -> u8 {
+    match scheme {
+        Scheme {
+            #[cfg(not(feature = "b"))]
+            value: 1,
+            #[cfg(feature = "b")]
+            value: 2,
+            ..
+        } => {
+            let g = if global { Some(global.expect("two-level scheme")) } else { None };
+            0
+        }
+        _ => unimplemented!("not supported"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn t() { panic!("test code"); }
+}
+"""
+    harvest = harvest_parsed(text, "crates/x/src/lib.rs", repo=REPO, sha=SHA)
+    assert [(s.kind, s.message, s.line, s.column, s.function, s.condition) for s in harvest.sites] == [
+        ("expect", "two-level scheme", 10, 45, "quantize", "global is Err/None"),
+        ("unimplemented", "not supported", 13, 14, "quantize", "_"),
+    ]
+    assert [function.name for function in harvest.functions] == ["quantize"]
+
+
+def test_only_facts_are_kept() -> None:
+    for site in sites_of(CONDITIONS) + sites_of(PANICS_DOCS):
+        for text in (site.condition, site.panics_doc):
+            assert text is None or ("\n" not in text and len(text) <= PANICS_DOC_MAX_LENGTH)
+
+
+def mutations(text: str) -> st.SearchStrategy[str]:
+    """`text` with a few characters deleted, duplicated or replaced by Rust's punctuation."""
+    edit = st.tuples(
+        st.integers(0, len(text)),
+        st.integers(0, 8),
+        st.sampled_from(["", '"', "{", "}", "(", ")", "#[", "'", "/*"]),
+    )
+
+    def apply(edits: list[tuple[int, int, str]]) -> str:
+        result = text
+        for at, length, insert in edits:
+            position = min(at, len(result))
+            result = result[:position] + insert + result[position + length :]
+        return result
+
+    return st.lists(edit, min_size=1, max_size=6).map(apply)
+
+
+REAL_SNIPPETS = [
+    OPS,
+    LIB,
+    CONDITIONS,
+    PANICS_DOCS,
+    SPANS,
+    place(BURN_FILES["crates/burn-tensor/src/tensor/api/check.rs"]),
+]
+
+
+def check_harvest(text: str) -> None:
+    harvest = harvest_parsed(text, "crates/x/src/lib.rs", repo=REPO, sha=SHA)
+    lines = text.count("\n") + 1
+    for site in harvest.sites:
+        assert site.message.strip() and 1 <= site.line <= lines and site.column >= 1
+        assert site.condition is None or len(site.condition) <= CONDITION_MAX_LENGTH
+    assert [site.line for site in harvest.sites] == sorted(site.line for site in harvest.sites)
+    starts = [function.start_line for function in harvest.functions]
+    assert starts == sorted(starts)
+    for function in harvest.functions:
+        assert 1 <= function.start_line <= function.end_line <= lines
+        assert function_at(harvest.functions, function.start_line) is not None
+    for site in harvest.sites:
+        # A site's function holds its line.
+        assert site.function is None or any(
+            f.name == site.function and f.start_line <= site.line <= f.end_line for f in harvest.functions
+        )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_harvest_tree_never_raises_on_any_text(text: str) -> None:
+    check_harvest(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(REAL_SNIPPETS).flatmap(mutations))
+def test_harvest_tree_never_raises_on_mutated_rust(text: str) -> None:
+    check_harvest(text)
