@@ -347,9 +347,9 @@ def _decode(data: bytes) -> str:
 
 _RUST = Language(tree_sitter_rust.language())
 _SITE_WORDS = sorted((*MACRO_MESSAGE_ARGUMENT, EXPECT, "TensorError"), key=len, reverse=True)
-_SITE_WORD = re.compile(rb"\b(?:" + "|".join(_SITE_WORDS).encode() + rb")\b")
-_FN_WORD = re.compile(rb"\bfn\b")
-_TEST_WORD = re.compile(rb"\btest\b")
+# The words a rule starts from: a site's name, `fn`, and `test` (in test attributes). One scan of the bytes
+# finds them; the tree then says which are code.
+_WORD = re.compile(rb"\b(?:fn|test|" + "|".join(_SITE_WORDS).encode() + rb")\b")
 _BLOCK_EDGE = re.compile(rb"/\*|\*/")
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -382,7 +382,7 @@ _OWN_CONDITION = frozenset({EXPECT, *(kind for kind, index in MACRO_MESSAGE_ARGU
 
 @dataclass(frozen=True, slots=True)
 class _Atom:
-    """A token as the old lexer saw Rust: a group of brackets is one atom whose tokens are read on demand."""
+    """A token of Rust as rustc lexes it; a group of brackets is one atom, its tokens read on demand."""
 
     kind: str  # "ident", "punct", "str" (a string a message can be), "lit" (any other literal), "group",
     # and while folding loose brackets of broken code, "open" and "close"
@@ -569,6 +569,10 @@ class _FileScan:
         self.last_row = self.rows + data.count(b"\n")
         self.ascii = ascii
         self.root = Parser(_RUST).parse(self.data).root_node
+        self.words: dict[bytes, list[tuple[int, int]]] = {b"fn": [], b"test": [], b"": []}
+        for match in _WORD.finditer(self.data):
+            word = match.group(0)
+            self.words[word if word in (b"fn", b"test") else b""].append(match.span())
         self.test_modules: list[str] = []
         self._test_starts: list[int] = []  # sorted starts of the byte ranges of test code
         self._test_reach: list[int] = []  # the furthest end of those ranges so far
@@ -747,16 +751,12 @@ class _FileScan:
     def leaf_text(self, node: Node | None) -> str:
         return "" if node is None else self.text(node)
 
-    @staticmethod
-    def leaf_type_of(node: Node | None) -> str:
-        return "" if node is None else node.type
-
     # -- test code --
 
     def _find_test_code(self) -> None:
         attributes: dict[int, _Attribute] = {}
-        for match in _TEST_WORD.finditer(self.data):
-            leaf = self.leaf_at(match.start(), match.end())
+        for start, end in self.words[b"test"]:
+            leaf = self.leaf_at(start, end)
             attribute = self.attribute_of(leaf) if leaf is not None else None
             if attribute is not None:
                 attributes.setdefault(attribute.start, attribute)
@@ -854,7 +854,8 @@ class _FileScan:
             attribute.parsed
             and parent is not None
             and parent.type not in ("source_file", "ERROR")
-            and self.leaf_type_of(parent.child(0)) == "attribute_item"
+            and (first := parent.child(0)) is not None
+            and first.type == "attribute_item"
         ):
             return parent.end_byte  # a match arm or field initializer: its attributes are its first children
         # The item after the attribute (and any further attributes).
@@ -936,10 +937,10 @@ class _FileScan:
     def functions(self) -> list[_Function]:
         """Every function with a body outside test code: `fn` items, and `fn`s among a macro's tokens."""
         found: dict[int, _Function] = {}
-        for match in _FN_WORD.finditer(self.data):
-            if self.in_test_code(match.start()):
+        for start, end in self.words[b"fn"]:
+            if self.in_test_code(start):
                 continue
-            leaf = self.leaf_at(match.start(), match.end())
+            leaf = self.leaf_at(start, end)
             function = self.function_of(leaf) if leaf is not None and leaf.type == "fn" else None
             if function is not None:
                 found.setdefault(function.body_start, function)
@@ -1044,13 +1045,13 @@ class _FileScan:
     def find_sites(self) -> list[_Found]:
         """The sites outside test code, in source order."""
         sites: list[_Found] = []
-        for match in _SITE_WORD.finditer(self.data):
-            if self.in_test_code(match.start()):
+        for start, end in self.words[b""]:
+            if self.in_test_code(start):
                 continue
-            leaf = self.leaf_at(match.start(), match.end())
+            leaf = self.leaf_at(start, end)
             if leaf is None or leaf.type not in _NAMES or self.in_literal_or_attribute(leaf):
                 continue
-            found = self.site_at(leaf, match.group(0).decode())
+            found = self.site_at(leaf, self.data[start:end].decode())
             if found is not None:
                 sites.append(found)
         return sites
