@@ -913,3 +913,39 @@ def test_harvest_tree_never_raises_on_any_text(text: str) -> None:
 @given(st.sampled_from(REAL_SNIPPETS).flatmap(mutations))
 def test_harvest_tree_never_raises_on_mutated_rust(text: str) -> None:
     check_harvest(text)
+
+
+def test_out_of_line_test_modules_and_test_code_among_a_macros_tokens() -> None:
+    text = """
+#[cfg(test)]
+mod tests;
+#[cfg(all(test, feature = "std"))]
+pub(crate) mod testing;
+#[cfg(test)]
+mod inline {
+    #[cfg(test)]
+    mod deeper;
+}
+macro_rules! suite {
+    () => {
+        #[cfg(test)]
+        mod generated;
+        #[test]
+        fn generated_test() { panic!("generated test"); }
+        fn generated_helper() { panic!("generated helper"); }
+    };
+}
+"""
+    harvest = harvest_parsed(text, "crates/x/src/ops/mod.rs", repo=REPO, sha=SHA)
+    assert harvest.test_modules == (
+        "crates/x/src/ops/tests.rs",
+        "crates/x/src/ops/tests/",
+        "crates/x/src/ops/testing.rs",
+        "crates/x/src/ops/testing/",
+        "crates/x/src/ops/generated.rs",
+        "crates/x/src/ops/generated/",
+    )  # `deeper` is declared inside test code: nothing to add
+    assert [(site.message, site.function) for site in harvest.sites] == [
+        ("generated helper", "generated_helper")
+    ]
+    assert [function.name for function in harvest.functions] == ["generated_helper"]
