@@ -93,6 +93,9 @@ class ServiceSettings(BaseSettings):
     database_url: SecretStr = SecretStr("sqlite:///panicbot.db")  # votes, unmatched panics, matches
     panicbot_retention_days: int = Field(default=90, ge=1)
     panicbot_user_rate_limit: int = Field(default=20, ge=0)  # lookups per user per minute; 0: no limit
+    # A client gets this long for a request's headers (from connecting, or from the previous response) and
+    # again for its body; slower, its connection is closed. Also the idle keep-alive time.
+    panicbot_http_read_timeout_seconds: float = Field(default=10.0, gt=0)
 
     @property
     def catalog_paths(self) -> list[str]:
@@ -132,6 +135,29 @@ class ServiceStatus:
         return (not self.stopping and all(states.values())), states
 
 
+MAX_BODY_BYTES = 2 * 1024 * 1024
+
+
+@web.middleware
+async def refuse_compressed_bodies(request: web.Request, handler: Any) -> web.StreamResponse:
+    """415 for any compressed body, before a byte of it is read: no endpoint takes one (Slack never sends
+    them), and a small gzip body can inflate to gigabytes. The runner never inflates bodies either."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        return web.json_response({"error": "compressed bodies are not accepted"}, status=415)
+    response: web.StreamResponse = await handler(request)
+    return response
+
+
+def http_runner_options(read_timeout: float) -> dict[str, Any]:
+    """AppRunner options that hold no connection for a slow client and never inflate a body.
+
+    aiohttp arms its keep-alive timer when a connection opens and after each response, and closes the
+    connection if no complete request head has arrived when it fires: with the read timeout as that timer,
+    headers dribbled slower than it get the connection closed. An unread body is drained at most as long."""
+    return {"keepalive_timeout": read_timeout, "lingering_time": read_timeout, "auto_decompress": False}
+
+
 def build_service_application(status: ServiceStatus, metrics: Metrics) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
@@ -144,7 +170,7 @@ def build_service_application(status: ServiceStatus, metrics: Metrics) -> web.Ap
     async def metrics_page(_: web.Request) -> web.Response:
         return web.Response(body=metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
 
-    web_app = web.Application(client_max_size=2 * 1024 * 1024)
+    web_app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[refuse_compressed_bodies])
     web_app.router.add_get("/healthz", healthz)
     web_app.router.add_get("/readyz", readyz)
     web_app.router.add_get("/metrics", metrics_page)
@@ -310,7 +336,7 @@ class Service:
         app = build_slack_app(settings, self.live, state)  # type: ignore[arg-type]  # LiveLookup stands in
         self._drains.append(state.drain)
         if self.slack_http:
-            add_slack_routes(self.web_app, app)
+            add_slack_routes(self.web_app, app, read_timeout=self.settings.panicbot_http_read_timeout_seconds)
             self.status.checks["slack"] = lambda: True
             return
         from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler  # noqa: PLC0415
@@ -331,7 +357,11 @@ class Service:
             await self._start_slack()
         if "discord" in self.platforms:
             await self._start_discord()
-        runner = web.AppRunner(self.web_app, shutdown_timeout=self.settings.panicbot_shutdown_grace_seconds)
+        runner = web.AppRunner(
+            self.web_app,
+            shutdown_timeout=self.settings.panicbot_shutdown_grace_seconds,
+            **http_runner_options(self.settings.panicbot_http_read_timeout_seconds),
+        )
         await runner.setup()
         site = web.TCPSite(runner, self.settings.panicbot_http_host, self.settings.panicbot_http_port)
         await site.start()

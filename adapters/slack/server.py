@@ -35,7 +35,7 @@ HEALTH_PATH = "/healthz"
 SIGNATURE_MAX_AGE_SECONDS = 5 * 60
 # Slack's payloads are a few KB (a slash command's text is at most 4,000 characters); 2 MiB is ample.
 MAX_BODY_BYTES = 2 * 1024 * 1024
-# A client sending its body slower than this has its connection closed (see `http_runner` for the headers).
+# A client sending its body slower than this has its connection closed (the service's runner does headers).
 DEFAULT_READ_TIMEOUT_SECONDS = 10.0
 
 # Unix seconds, ASCII digits only: int() would also take " 1", "1_000" and other scripts' digits.
@@ -280,24 +280,6 @@ def build_web_application(
     add_slack_routes(web_app, app, read_timeout=read_timeout)
     web_app.router.add_get(HEALTH_PATH, health)
     return web_app
-
-
-def http_runner(
-    web_app: web.Application, *, read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS, **options: Any
-) -> web.AppRunner:
-    """An AppRunner that holds no connection for a slow or idle client.
-
-    aiohttp arms its keep-alive timer when a connection opens and after each response, and closes the
-    connection if no complete request head arrived by then: with `read_timeout` as that timer, headers sent
-    slower than it get the connection closed. Bodies are never inflated by the server (`auto_decompress`
-    off; `read_body` refuses them), and an unread body is drained for at most `read_timeout`."""
-    return web.AppRunner(
-        web_app,
-        keepalive_timeout=read_timeout,
-        lingering_time=read_timeout,
-        auto_decompress=False,
-        **options,
-    )
 
 
 async def run_socket_mode(app: AsyncApp, app_token: str) -> None:
