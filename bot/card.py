@@ -36,6 +36,12 @@ class Card:
     has_analysis: bool
     catalog_message: str
     under_review: bool = False
+    where: str = ""
+    """Where the panic is raised: crate and release, file and line, function (`burn-fusion 0.21.0, ...`)."""
+    fires_when: str = ""
+    """The condition that fires it, one line of the source (an assert's expression, the guarding `if`)."""
+    release_note: str = ""
+    """What the releases say: "No longer raised since burn-fusion 0.20.0." (often the whole answer)."""
 
     @property
     def summary(self) -> str:
@@ -60,6 +66,10 @@ def build_card(
     dataset_version: str | None = None,
     *,
     under_review: bool = False,
+    where: str = "",
+    fires_when: str = "",
+    release_note: str = "",
+    source_url: str = "",
 ) -> Card:
     """The card for a match. The title is the message as pasted (first line), else the catalogued one.
 
@@ -85,7 +95,7 @@ def build_card(
         example_fix=(record.exampleFix or "").strip("\n") if show_analysis else "",
         example_fix_language="rust",
         prevention_tips=tuple(t.strip() for t in record.preventionTips if t.strip()) if show_analysis else (),
-        source_url=record.githubUrl or "",
+        source_url=source_url or record.githubUrl or "",
         source_label=source_label(record),
         tags=() if under_review else tuple(record.tags),
         dataset_version=dataset_version or "",
@@ -93,12 +103,21 @@ def build_card(
         has_analysis=show_analysis,
         catalog_message=record.errorMessage,
         under_review=under_review,
+        where=where,
+        fires_when=fires_when,
+        release_note=release_note,
     )
 
 
 def render_markdown(card: Card) -> str:
     """Markdown that reads well as plain text too: the CLI and every chat fallback use it."""
     lines = [f"**{card.title}**", ""]
+    if card.where:
+        lines += [f"**Where:** {card.where}", ""]
+    if card.release_note:
+        lines += [f"**Release:** {card.release_note}", ""]
+    if card.fires_when:
+        lines += [f"**Fires when:** `{card.fires_when}`", ""]
     if card.cause:
         lines += [f"**What it means:** {card.cause}", ""]
     if card.when:

@@ -34,6 +34,7 @@ from bot.patterns import (
     unfold_span,
 )
 from bot.records import Record
+from bot.releases import VersionHint
 from bot.rust_messages import (
     message_variants,
     segment_tokens,
@@ -114,6 +115,8 @@ class LookupResult:
     answer_panic: int | None
     """Index in `panics` of the panic the answer is for (the first with a known record), else None."""
     auto_reply: bool
+    version_hints: tuple[VersionHint, ...] = ()
+    """Crate versions the paste declares outside its paths (a Cargo.lock excerpt, `burn = "0.16"`)."""
 
     @property
     def best(self) -> Match | None:
@@ -590,8 +593,10 @@ class Matcher:
         return min(0.3, found.location_points / 100.0)
 
     def _auto_reply(self, panic: Panic, ranked: tuple[Match, ...]) -> bool:
+        return self.may_auto_reply(panic, ranked[0])
+
+    def may_auto_reply(self, panic: Panic, top: Match) -> bool:
         """Post unasked only for a confident pattern match on a specific message."""
-        top = ranked[0]
         pattern_reason = next((r for r in top.reasons if r.signal == "pattern"), None)
         if pattern_reason is None or top.confidence < AUTO_REPLY_MIN_CONFIDENCE:
             return False

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from bot.records import Record
+if TYPE_CHECKING:  # records.py settles its catalogs with merge_catalogs
+    from bot.records import Record
 
 _SiteKey = tuple[str, str]
 

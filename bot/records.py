@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -11,9 +13,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.merge import merge_catalogs
+from bot.releases import ReleaseTable
+
 SUPPORTED_SCHEMA_VERSIONS = frozenset({2})
 CATALOG_SUFFIXES = (".jsonl", ".json", ".txt", ".ndjson")
+COMPRESSED_SUFFIX = ".gz"
+# Side tables beside a catalog file `X.jsonl`: `X.sites.jsonl` (the releases, lines and functions of each
+# record's site) and `X.releases.jsonl` (each harvested release and its crate versions); gzipped or not.
+SIDE_TABLES = (".sites", ".releases")
 DEFAULT_CATALOG_NAME = "embedded default data set"
+# The word that names the embedded catalog among catalog paths: `PANICBOT_CATALOG=default:/mine.jsonl`.
+DEFAULT_CATALOG_WORD = "default"
+# The embedded catalog: analysed records (the seeds, the Rust runtime panics) over the ecosystem baseline.
+EMBEDDED_FILES = ("data/default_catalog.jsonl", "data/rust_runtime.jsonl", "data/ecosystem.jsonl.gz")
 
 
 class Record(BaseModel):
@@ -110,6 +123,9 @@ class Catalog:
     errors: list[CatalogProblem] = field(default_factory=list)
     duplicates: list[CatalogProblem] = field(default_factory=list)
     files: list[FileSummary] = field(default_factory=list)
+    releases: ReleaseTable = field(default_factory=ReleaseTable)
+    covered: dict[str, str] = field(default_factory=dict)
+    """Baseline record id -> the analysed record of the same site that replaced it."""
 
     @property
     def records(self) -> list[Record]:
@@ -204,6 +220,17 @@ def parse_catalog_text(text: str, source: str, catalog: Catalog | None = None) -
         summary.records += 1
         if record.id in index:
             earlier = catalog.entries[index[record.id]]
+            if earlier.record.has_analysis and not record.has_analysis:
+                # An analysed record is never hidden by a bare baseline twin, whatever the order.
+                catalog.duplicates.append(
+                    CatalogProblem(
+                        source,
+                        line,
+                        f"duplicate id {record.id}: the analysed record at {earlier.source}:{earlier.line} "
+                        "is kept",
+                    )
+                )
+                continue
             catalog.duplicates.append(
                 CatalogProblem(
                     source, line, f"duplicate id {record.id}: replaces {earlier.source}:{earlier.line}"
@@ -216,6 +243,21 @@ def parse_catalog_text(text: str, source: str, catalog: Catalog | None = None) -
     return catalog
 
 
+def _base_name(name: str) -> str:
+    """`x.jsonl.gz` -> `x.jsonl`: what a compressed catalog file holds."""
+    return name[: -len(COMPRESSED_SUFFIX)] if name.lower().endswith(COMPRESSED_SUFFIX) else name
+
+
+def is_side_table(path: Path) -> bool:
+    """`X.sites.jsonl`, `X.releases.jsonl` (gzipped or not): read with their catalog, never as records."""
+    stem = Path(_base_name(path.name)).stem
+    return any(stem.endswith(suffix) for suffix in SIDE_TABLES)
+
+
+def is_catalog_file(path: Path) -> bool:
+    return Path(_base_name(path.name)).suffix.lower() in CATALOG_SUFFIXES and not is_side_table(path)
+
+
 def catalog_files(path: Path) -> list[Path]:
     """The catalog files a path names: the file itself, or the catalog files of a folder, sorted."""
     if path.is_dir():
@@ -225,14 +267,30 @@ def catalog_files(path: Path) -> list[Path]:
             p
             for p in path.rglob("*")
             if p.is_file()
-            and p.suffix.lower() in CATALOG_SUFFIXES
+            and is_catalog_file(p)
             and not any(part.startswith(".") for part in p.relative_to(path).parts)
         )
     return [path]
 
 
+def side_table_names(catalog_name: str) -> list[tuple[str, str]]:
+    """(kind, file name) of the side tables a catalog file may have beside it, releases first."""
+    stem = Path(_base_name(catalog_name)).stem
+    return [
+        (kind, f"{stem}{kind}.jsonl{gz}")
+        for kind in (".releases", ".sites")
+        for gz in ("", COMPRESSED_SUFFIX)
+    ]
+
+
 def decode_catalog_bytes(data: bytes, source: str) -> tuple[str, CatalogProblem | None]:
-    """UTF-8 text of a catalog file; undecodable bytes are replaced and reported once."""
+    """UTF-8 text of a catalog file (gunzipped when it is gzip); undecodable bytes are replaced and
+    reported once."""
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            return "", CatalogProblem(source, 0, f"not a readable gzip file ({exc})")
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
@@ -243,11 +301,58 @@ def decode_catalog_bytes(data: bytes, source: str) -> tuple[str, CatalogProblem 
         return data.decode("utf-8-sig", errors="replace"), problem
 
 
+def parse_side_table(text: str, kind: str, source: str, catalog: Catalog) -> None:
+    """Add a side table's rows to the catalog's release table; a bad row is reported and skipped."""
+    rows: list[dict[str, Any]] = []
+    for line, value in _json_values(text):
+        if isinstance(value, dict):
+            rows.append(value)
+        else:
+            reason = str(value) if isinstance(value, Exception) else "expected a JSON object"
+            catalog.errors.append(CatalogProblem(source, line, reason))
+    try:
+        if kind == ".releases":
+            catalog.releases.add_release_rows(rows)
+        else:
+            catalog.releases.add_site_rows(rows)
+    except (KeyError, TypeError, ValueError) as exc:
+        catalog.errors.append(CatalogProblem(source, 0, f"bad side table: {exc}"))
+
+
+def _read_file(file: Path, catalog: Catalog) -> None:
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        catalog.errors.append(CatalogProblem(str(file), 0, f"cannot read: {exc.strerror}"))
+        catalog.files.append(FileSummary(str(file), errors=1))
+        return
+    text, problem = decode_catalog_bytes(data, str(file))
+    if problem:
+        catalog.errors.append(problem)
+    parse_catalog_text(text, str(file), catalog)
+    for kind, name in side_table_names(file.name):
+        side = file.with_name(name)
+        if side.is_file():
+            try:
+                side_text, side_problem = decode_catalog_bytes(side.read_bytes(), str(side))
+            except OSError as exc:
+                catalog.errors.append(CatalogProblem(str(side), 0, f"cannot read: {exc.strerror}"))
+                continue
+            if side_problem:
+                catalog.errors.append(side_problem)
+            parse_side_table(side_text, kind, str(side), catalog)
+
+
 def load_catalog(paths: Sequence[Path | str]) -> Catalog:
-    """Read catalogs from files and folders. A missing or unreadable path is an error, never an exception."""
+    """Read catalogs from files and folders (and `default`, the embedded catalog, where no such file is).
+    A missing or unreadable path is an error, never an exception. Analysed records win over the baseline
+    records of their site (see `settle`)."""
     catalog = Catalog()
     for raw in paths:
         path = Path(raw)
+        if str(raw) == DEFAULT_CATALOG_WORD and not path.exists():
+            _read_embedded(catalog)
+            continue
         if not path.exists():
             catalog.errors.append(CatalogProblem(str(path), 0, "no such file or folder"))
             catalog.files.append(FileSummary(str(path), errors=1))
@@ -257,20 +362,52 @@ def load_catalog(paths: Sequence[Path | str]) -> Catalog:
             catalog.errors.append(CatalogProblem(str(path), 0, "folder holds no .jsonl/.json catalog file"))
             catalog.files.append(FileSummary(str(path), errors=1))
         for file in files:
-            try:
-                data = file.read_bytes()
-            except OSError as exc:
-                catalog.errors.append(CatalogProblem(str(file), 0, f"cannot read: {exc.strerror}"))
-                catalog.files.append(FileSummary(str(file), errors=1))
-                continue
-            text, problem = decode_catalog_bytes(data, str(file))
-            if problem:
-                catalog.errors.append(problem)
-            parse_catalog_text(text, str(file), catalog)
+            _read_file(file, catalog)
+    return settle(catalog)
+
+
+def _read_embedded(catalog: Catalog) -> None:
+    package = resources.files("bot")
+    for name in EMBEDDED_FILES:
+        resource = package.joinpath(name)
+        if not resource.is_file():
+            continue  # a data file not built yet: the others still serve
+        text, problem = decode_catalog_bytes(resource.read_bytes(), DEFAULT_CATALOG_NAME)
+        if problem:
+            catalog.errors.append(problem)
+        parse_catalog_text(text, DEFAULT_CATALOG_NAME, catalog)
+        folder = name.rpartition("/")[0]
+        for kind, side_name in side_table_names(name.rpartition("/")[2]):
+            side = package.joinpath(f"{folder}/{side_name}")
+            if side.is_file():
+                side_text, _ = decode_catalog_bytes(side.read_bytes(), DEFAULT_CATALOG_NAME)
+                parse_side_table(side_text, kind, DEFAULT_CATALOG_NAME, catalog)
+
+
+def settle(catalog: Catalog) -> Catalog:
+    """Analysed records over the baseline: a harvested record of the same site (file and message) as an
+    analysed one is dropped, whatever the order of loading, and the analysed record takes over its
+    releases."""
+    analysed = [entry.record for entry in catalog.entries if entry.record.has_analysis]
+    if not analysed:
+        return catalog
+    baseline = [entry.record for entry in catalog.entries if not entry.record.has_analysis]
+    result = merge_catalogs(analysed, baseline)
+    if not result.covered_by:
+        return catalog
+    for covered_id, by in result.covered_by.items():
+        catalog.releases.alias(by, covered_id)
+    catalog.covered.update(result.covered_by)
+    dropped = set(result.covered_by)
+    catalog.entries = [
+        entry for entry in catalog.entries if entry.record.has_analysis or entry.record.id not in dropped
+    ]
     return catalog
 
 
 def default_catalog() -> Catalog:
-    """The data set embedded in the package (the seed records)."""
-    text = resources.files("bot").joinpath("data/default_catalog.jsonl").read_text(encoding="utf-8")
-    return parse_catalog_text(text, DEFAULT_CATALOG_NAME)
+    """The data set embedded in the package: the analysed seed and Rust runtime records over the ecosystem
+    baseline (every release of Burn and the crates under it)."""
+    catalog = Catalog()
+    _read_embedded(catalog)
+    return settle(catalog)

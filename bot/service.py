@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from bot.card import Card, build_card
 from bot.extract import Panic
+from bot.harvest import crate_of, github_url
 from bot.lint import analysis_is_suspect
-from bot.matcher import LookupResult, Match, Matcher
+from bot.matcher import LookupResult, Match, Matcher, Reason
+from bot.paths import common_suffix_length, path_parts
 from bot.records import Catalog, Record
+from bot.releases import CheckoutHint, Release, ReleaseTable, Site, VersionHint, hint_from_path, hints_in_text
+
+# A panic at the exact line of a site of the release it names, with no message matched: the answer, never
+# posted unasked.
+SITE_CONFIDENCE = 0.7
+# Matches this close in confidence to the best one are told apart by the release the paste names.
+CONTENDER_MARGIN = 0.1
+FAR = 1 << 30
+RELEASE_EXTRA_CANDIDATES = 5
 
 
 class PanicLookup:
@@ -22,7 +34,119 @@ class PanicLookup:
         self.under_review = frozenset(r.id for r in self.matcher.records if analysis_is_suspect(r))
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
-        return self.matcher.lookup(text, limit=limit)
+        if not self.catalog.releases:
+            return self.matcher.lookup(text, limit=limit)
+        # A few more candidates than shown: the site of the pasted release may rank just below them.
+        result = self.matcher.lookup(text, limit=limit + RELEASE_EXTRA_CANDIDATES)
+        if not result.panics:
+            return result
+        hints = tuple(hints_in_text(text))
+        if hints:
+            result = dataclasses.replace(result, version_hints=hints)
+        result = self._by_release(result)
+        return dataclasses.replace(result, matches=result.matches[:limit])
+
+    def _by_release(self, result: LookupResult) -> LookupResult:
+        """What the release a paste reveals decides. Among the messages that match about as well, the one
+        that release raises in that file, nearest the pasted line there, comes first; a panic at the exact
+        line of a release's site is that site when no message of a file matched (`{}`, a message reworded
+        since); and a record that release does not have is never posted unasked."""
+        index = result.answer_panic if result.answer_panic is not None else 0
+        if not result.matches or index >= len(result.panics):
+            return result
+        panic = result.panics[index]
+        hints = _paste_hints(panic, result.version_hints)
+        if not hints:
+            return result
+        matches = [m for m in result.matches if m.panic_index == index]
+        if len(matches) != len(result.matches):
+            return result
+        line = panic.location.line if panic.location is not None else None
+        facts = [self._release_facts(match, hints, panic, line) for match in matches]
+        top = matches[0]
+        if top.known and top.record.filePath:
+            contenders = [
+                position
+                for position, match in enumerate(matches)
+                if match.known and match.confidence >= top.confidence - CONTENDER_MARGIN
+            ]
+            best = min(contenders, key=lambda position: (*facts[position], position))
+            present = [p for p in contenders if facts[p][0] == 0]
+            if best == 0 and facts[0][0] == 0:
+                exact = facts[0][1] == 0 or len(present) == 1
+                return (
+                    result
+                    if exact or not result.auto_reply
+                    else dataclasses.replace(result, auto_reply=False)
+                )
+            chosen = matches[best]
+            exact = facts[best][0] == 0 and (facts[best][1] == 0 or len(present) == 1)
+            auto = exact and self.matcher.may_auto_reply(panic, chosen)
+            reordered = (chosen, *matches[:best], *matches[best + 1 :])
+            return dataclasses.replace(result, matches=reordered, auto_reply=auto)
+        if line is None:
+            return result
+        for position, match in enumerate(matches):
+            if facts[position][:2] != (0, 0):
+                continue
+            site = self._site_in_release(match, hints)
+            name = (site.version or site.release.name) if site else ""
+            crate = site.crate if site else ""
+            reason = Reason("site", f"same file and line as the site in {crate} {name}")
+            answer = dataclasses.replace(
+                match, known=True, confidence=SITE_CONFIDENCE, reasons=(*match.reasons, reason)
+            )
+            reordered = (answer, *matches[:position], *matches[position + 1 :])
+            return dataclasses.replace(result, matches=reordered, answer_panic=index, auto_reply=False)
+        return result
+
+    def _release_facts(
+        self, match: Match, hints: list[VersionHint | CheckoutHint], panic: Panic, line: int | None
+    ) -> tuple[int, int]:
+        """(0 the pasted release has the site, 1 the paste names no release of it, 2 it does not have it;
+        the distance from the pasted line to the site's line in that release, when in the pasted file)."""
+        record = match.record
+        sites = self.catalog.releases.sites_of(record.id)
+        if not sites or record.repo is None:
+            return (1, FAR)
+        release = self.catalog.releases.resolve(record.repo, sites[-1].crate, hints)
+        if release is None:
+            return (1, FAR)
+        site = next((site for site in sites if site.release == release), None)
+        if site is None:
+            return (2, FAR)
+        if line is None or not self._same_file(match, panic):
+            return (0, FAR)
+        return (0, abs(site.line - line))
+
+    def _site_in_release(self, match: Match, hints: list[VersionHint | CheckoutHint]) -> Site | None:
+        record = match.record
+        sites = self.catalog.releases.sites_of(record.id)
+        if not sites or record.repo is None:
+            return None
+        release = self.catalog.releases.resolve(record.repo, sites[-1].crate, hints)
+        return next((site for site in sites if site.release == release), None) if release else None
+
+    @staticmethod
+    def _same_file(match: Match, panic: Panic) -> bool:
+        if panic.location is None or not match.record.filePath:
+            return False
+        pasted = path_parts(panic.location.path)
+        own = path_parts(match.record.filePath)
+        return common_suffix_length(pasted, own) >= min(len(own), 3)
+
+    @property
+    def releases(self) -> ReleaseTable:
+        return self.catalog.releases
+
+    def site(self, result: LookupResult, match: Match | None = None) -> AnswerSite | None:
+        """Where the answered panic is raised, in the release the paste reveals (else the newest one that
+        has the site): repo, crate, version, file, line, function, and a link at that release."""
+        chosen = match or result.best
+        if chosen is None:
+            return None
+        panic = result.panics[chosen.panic_index] if chosen.panic_index < len(result.panics) else None
+        return answer_site(self.catalog.releases, chosen.record, panic, result.version_hints)
 
     def dataset_version(self, record_id: str) -> str | None:
         return self._versions.get(record_id)
@@ -50,9 +174,144 @@ class PanicLookup:
         panic = result.panics[chosen.panic_index] if chosen.panic_index < len(result.panics) else None
         pasted = panic.message if panic is not None and panic.kind != "query" else None
         record_id = chosen.record.id
+        site = self.site(result, chosen)
+        if site is None:
+            return build_card(
+                chosen, pasted, self.dataset_version(record_id), under_review=record_id in self.under_review
+            )
         return build_card(
-            chosen, pasted, self.dataset_version(record_id), under_review=record_id in self.under_review
+            chosen,
+            pasted,
+            self.dataset_version(record_id),
+            under_review=record_id in self.under_review,
+            where=site.where,
+            fires_when=site.fires_when or "",
+            release_note=site.note,
+            source_url=site.url or "",
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerSite:
+    """Where a panic is raised, as the card's "where" line and the JSON `site` say it."""
+
+    repo: str | None
+    crate: str | None
+    version: str | None
+    release: str | None
+    file: str | None
+    line: int | None
+    function: str | None
+    url: str | None
+    fires_when: str | None = None
+    panics_doc: str | None = None
+    in_pasted_release: bool | None = None
+    """True/False when the paste names a release (has that release the site?); None when it names none."""
+    gone_since: str | None = None
+    """The first release (crate version) after the newest one with the site, when there is one."""
+    note: str = ""
+
+    @property
+    def where(self) -> str:
+        """`burn-fusion 0.21.0, index.rs:49 in StreamIndex::insert` (what is known of it)."""
+        head = " ".join(part for part in (self.crate, self.version) if part)
+        place = ""
+        if self.file:
+            place = self.file.rsplit("/", 1)[-1] + (f":{self.line}" if self.line else "")
+        text = ", ".join(part for part in (head, place) if part)
+        if self.function:
+            text += f" in `{self.function}`"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "crate": self.crate,
+            "version": self.version,
+            "release": self.release,
+            "file": self.file,
+            "line": self.line,
+            "function": self.function,
+            "url": self.url,
+            "fires_when": self.fires_when,
+            "in_pasted_release": self.in_pasted_release,
+            "gone_since": self.gone_since,
+            "note": self.note or None,
+        }
+
+
+def _paste_hints(panic: Panic | None, declared: tuple[VersionHint, ...]) -> list[VersionHint | CheckoutHint]:
+    """Versions the paste reveals, most telling first: the panic's own path, its frames, then declarations."""
+    hints: list[VersionHint | CheckoutHint] = []
+    if panic is not None:
+        locations = [panic.location] + [frame.location for frame in panic.frames]
+        for location in locations:
+            if location is not None:
+                hint = hint_from_path(location.raw_path)
+                if hint is not None:
+                    hints.append(hint)
+    hints.extend(declared)
+    return hints
+
+
+def _function_name(site: Site) -> str | None:
+    if not site.function:
+        return None
+    return f"{site.impl_type}::{site.function}" if site.impl_type else site.function
+
+
+def answer_site(
+    releases: ReleaseTable, record: Record, panic: Panic | None, declared: tuple[VersionHint, ...] = ()
+) -> AnswerSite:
+    """The site of `record` in the release the paste reveals, or its newest release."""
+    sites = releases.sites_of(record.id)
+    repo = record.repo
+    file = record.filePath
+    newest = sites[-1] if sites else None
+    crate = (newest.crate if newest else None) or (crate_of(file, repo or "") if file else None)
+    if newest is None or repo is None:
+        return AnswerSite(repo, crate, None, None, file, record.lineNumber, None, record.githubUrl)
+    pasted: Release | None = releases.resolve(repo, crate, _paste_hints(panic, declared))
+    gone = releases.gone_since(record.id)
+    gone_version = gone.crate_version(crate) or gone.name if gone else None
+    chosen = newest
+    in_pasted: bool | None = None
+    note = ""
+    if pasted is not None:
+        at = next((site for site in sites if site.release == pasted), None)
+        in_pasted = at is not None
+        if at is not None:
+            chosen = at
+        else:
+            first = sites[0].version or sites[0].release.name
+            last = newest.version or newest.release.name
+            pasted_version = pasted.crate_version(crate) or pasted.name
+            span = first if first == last else f"{first} to {last}"
+            note = f"Not raised here in {crate} {pasted_version}: this message is in {span}."
+    if gone is not None and not note:
+        note = f"No longer raised since {crate} {gone_version}."
+    version = chosen.version or None
+    release_ref = chosen.release.ref if chosen.release.is_tag else chosen.release.sha
+    # The record's own link unless the paste names a release that has the site: an analysed record links
+    # the code its analysis read.
+    url = record.githubUrl
+    if in_pasted and file:
+        url = github_url(repo, release_ref, file, chosen.line)
+    return AnswerSite(
+        repo=repo,
+        crate=crate,
+        version=version,
+        release=chosen.release.name,
+        file=file,
+        line=chosen.line if in_pasted or record.lineNumber is None else record.lineNumber,
+        function=_function_name(chosen),
+        url=url,
+        fires_when=chosen.condition,
+        panics_doc=chosen.panics_doc,
+        in_pasted_release=in_pasted,
+        gone_since=gone_version,
+        note=note,
+    )
 
 
 def panic_json(panic: Panic) -> dict[str, Any]:
@@ -93,12 +352,14 @@ def match_json(match: Match) -> dict[str, Any]:
     }
 
 
-def result_json(result: LookupResult) -> dict[str, Any]:
-    """The `--json` shape: what was extracted, the ranked matches, and whether to post unasked."""
+def result_json(result: LookupResult, site: AnswerSite | None = None) -> dict[str, Any]:
+    """The `--json` shape: what was extracted, the ranked matches, whether to post unasked, and where the
+    answered panic is raised (`site`, null when there is no answer)."""
     return {
         "status": result.status,
         "answer_panic": result.answer_panic,
         "auto_reply": result.auto_reply,
         "panics": [panic_json(panic) for panic in result.panics],
         "matches": [match_json(match) for match in result.matches],
+        "site": site.to_json() if site is not None else None,
     }

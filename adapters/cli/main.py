@@ -20,6 +20,7 @@ from rich.console import Console
 
 from adapters.cli.catalog_commands import run_lint, run_stats, run_validate
 from adapters.cli.dataset_tools import run_harvest, run_merge
+from adapters.cli.ecosystem_build import SOURCES_FILE, run_build, run_sources
 from adapters.cli.render import print_result
 from bot.records import Catalog, default_catalog, load_catalog
 from bot.service import PanicLookup, result_json
@@ -107,7 +108,7 @@ def command_lookup(args: argparse.Namespace, out: TextIO, err: Console) -> int:
         err.print("[yellow]panicbot:[/] the input does not look like text; looking it up anyway", markup=True)
     result = service.lookup(text, limit=args.limit)
     if args.json:
-        out.write(json.dumps(result_json(result), ensure_ascii=False) + "\n")
+        out.write(json.dumps(result_json(result, service.site(result)), ensure_ascii=False) + "\n")
     else:
         print_result(service, result, Console(file=out, highlight=False, soft_wrap=False))
     return EXIT_OK if result.best else EXIT_NOT_FOUND
@@ -131,7 +132,8 @@ def _lookup_jsonl(service: PanicLookup, stream: TextIO, out: TextIO, limit: int)
             reply = {"id": item_id, "line": number, "error": f"line {number}: {exc}"}
             out.write(json.dumps(reply, ensure_ascii=False) + "\n")
             continue
-        reply = {"id": item_id, **result_json(service.lookup(text, limit=limit))}
+        result = service.lookup(text, limit=limit)
+        reply = {"id": item_id, **result_json(result, service.site(result))}
         out.write(json.dumps(reply, ensure_ascii=False) + "\n")
         out.flush()
     return EXIT_OK
@@ -147,6 +149,12 @@ def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
         return _harvest(args, out)
     if args.catalog_command == "merge":
         return run_merge([Path(p) for p in args.analysed], Path(args.baseline), Path(args.output))
+    if args.catalog_command == "ecosystem":
+        mirrors = Path(args.mirrors) if args.mirrors else None
+        if args.ecosystem_command == "sources":
+            return run_sources(Path(args.output or SOURCES_FILE), mirrors, args.git_dir or [])
+        out_dir = Path(args.output) if args.output else SOURCES_FILE.parent
+        return run_build(Path(args.sources), out_dir, mirrors, args.git_dir or [])
     return run_stats(args.paths, console)
 
 
@@ -301,6 +309,26 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("analysed", nargs="+", metavar="ANALYSED")
     merge.add_argument("--baseline", required=True, metavar="HARVESTED")
     merge.add_argument("-o", "--output", required=True, metavar="OUT")
+    ecosystem = catalog_commands.add_parser(
+        "ecosystem", help="the embedded ecosystem catalog: its release list, and the catalog rebuilt from it"
+    )
+    ecosystem_commands = ecosystem.add_subparsers(dest="ecosystem_command", required=True)
+    eco_sources = ecosystem_commands.add_parser(
+        "sources", help="resolve the releases to harvest (tags, dependency versions) to commits"
+    )
+    eco_build = ecosystem_commands.add_parser("build", help="harvest every source and write the catalog")
+    eco_build.add_argument(
+        "--sources", default=str(SOURCES_FILE), help="the sources file (default: embedded)"
+    )
+    for sub in (eco_sources, eco_build):
+        sub.add_argument("--mirrors", metavar="DIR", help="git directories as DIR/OWNER+NAME/repo")
+        sub.add_argument(
+            "--git-dir", action="append", metavar="OWNER/NAME=PATH", help="one repository's git dir"
+        )
+    eco_sources.add_argument(
+        "-o", "--output", metavar="FILE", help="default: bot/data/ecosystem-sources.toml"
+    )
+    eco_build.add_argument("-o", "--output", metavar="DIR", help="default: bot/data/")
 
     card = commands.add_parser("card", help="preview a record's card as a platform receives it")
     card.add_argument("record_id")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from adapters.answers import EditedReply, follow_edit, paste_digest, unasked_card
 from adapters.state import Cooldown
 from bot.card import Card
-from bot.records import default_catalog
 from bot.service import PanicLookup
+from tests.support.catalogs import seeds_catalog
 
-SERVICE = PanicLookup(default_catalog())
+SERVICE = PanicLookup(seeds_catalog())
 AVG_POOL = (
     "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:1498:9:\n"
     "Can't differentiate avg pool 2d backward."

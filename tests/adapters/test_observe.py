@@ -8,8 +8,8 @@ import pytest
 
 from adapters.observe import Observers
 from adapters.service.metrics import Metrics
-from bot.records import default_catalog
 from bot.service import PanicLookup
+from tests.support.catalogs import seeds_catalog
 
 
 class BrokenStore:
@@ -30,7 +30,7 @@ def test_a_failing_observer_is_counted_and_the_others_still_run(caplog: pytest.L
     metrics = Metrics()
     failures: list[str] = []
     observers = Observers(BrokenStore(), metrics, on_failure=failures.append)
-    result = PanicLookup(default_catalog()).lookup("avg pool 2d backward")
+    result = PanicLookup(seeds_catalog()).lookup("avg pool 2d backward")
     with caplog.at_level(logging.WARNING, logger="panicbot.observe"):
         observers.looked_up("slack", result, 0.001)
         observers.voted("slack", "up")

@@ -9,8 +9,9 @@ import re
 import pytest
 
 from bot.card import NO_ANALYSIS, Card, render_markdown
-from bot.records import default_catalog, parse_catalog_text
+from bot.records import parse_catalog_text
 from bot.service import PanicLookup
+from tests.support.catalogs import seeds_catalog
 
 AVG_POOL_ID = "8d1d2fa6df3880bd"
 AVG_POOL_PASTE = (
@@ -77,7 +78,7 @@ SECTION_HEADINGS = (
 
 @pytest.fixture(scope="module")
 def seeds() -> PanicLookup:
-    return PanicLookup(default_catalog())
+    return PanicLookup(seeds_catalog())
 
 
 @pytest.fixture(scope="module")
@@ -303,10 +304,9 @@ def test_every_record_of_the_shared_catalog_gets_a_useful_card() -> None:
 def test_a_record_whose_analysis_describes_another_error_is_under_review() -> None:
     """Seed 5c5da467: the message is deform conv 2d backward, the analysis is q_to_device on the router."""
     from bot.card import UNDER_REVIEW
-    from bot.records import default_catalog
     from bot.service import PanicLookup
 
-    service = PanicLookup(default_catalog())
+    service = PanicLookup(seeds_catalog())
     assert service.under_review == frozenset({"5c5da46720dbbf10"})
     result = service.lookup(
         "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:915:9:\n"

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from bot.lint import ERROR, WARNING, analysis_is_suspect, lint_catalog
-from bot.records import default_catalog, parse_catalog_text
+from bot.records import parse_catalog_text
+from tests.support.catalogs import seeds_catalog
 
 
 def catalog_of(*records: dict[str, Any], version: str = "2026-09-12T00:00:00.000Z"):
@@ -35,7 +36,7 @@ def checks(catalog) -> set[tuple[str, str]]:
 
 
 def test_the_seeds_flag_only_the_mismatched_analysis() -> None:
-    findings = lint_catalog(default_catalog())
+    findings = lint_catalog(seeds_catalog())
     assert {(f.record_id, f.check) for f in findings} == {
         ("5c5da46720dbbf10", "analysis-mismatch"),
         ("5c5da46720dbbf10", "tags-mismatch"),
@@ -43,7 +44,7 @@ def test_the_seeds_flag_only_the_mismatched_analysis() -> None:
     mismatch = next(f for f in findings if f.check == "analysis-mismatch")
     assert mismatch.severity == ERROR
     assert "q_to_device" in mismatch.reason and "backendrouter" in mismatch.reason
-    assert [analysis_is_suspect(r) for r in default_catalog().records] == [True, False, False]
+    assert [analysis_is_suspect(r) for r in seeds_catalog().records] == [True, False, False]
 
 
 def test_a_clean_baseline_record_has_no_finding() -> None:

@@ -48,7 +48,7 @@ def problems(catalog: Catalog) -> list[tuple[str, int]]:
 
 
 def test_seeds_parse_into_records_with_every_field() -> None:
-    catalog = default_catalog()
+    catalog = load_catalog([SEEDS_FILE])
     assert catalog.errors == []
     assert catalog.duplicates == []
     assert set(ids(catalog)) == SEED_IDS
@@ -85,23 +85,27 @@ def test_seeds_parse_into_records_with_every_field() -> None:
 
 
 def test_seeds_carry_their_data_set_version_and_source() -> None:
-    catalog = default_catalog()
+    catalog = load_catalog([SEEDS_FILE])
     assert catalog.dataset_versions == [SEED_VERSION]
     assert {entry.dataset_version for entry in catalog.entries} == {SEED_VERSION}
     assert [entry.line for entry in catalog.entries] == [1, 2, 3]
-    assert {entry.source for entry in catalog.entries} == {DEFAULT_CATALOG_NAME}
-    assert [(f.source, f.records, f.errors) for f in catalog.files] == [(DEFAULT_CATALOG_NAME, 3, 0)]
-
-
-def test_seeds_file_on_disk_loads_like_the_embedded_data() -> None:
-    catalog = load_catalog([SEEDS_FILE])
-    assert catalog.errors == []
-    assert catalog.records == default_catalog().records
     assert {entry.source for entry in catalog.entries} == {str(SEEDS_FILE)}
+    assert [(f.source, f.records, f.errors) for f in catalog.files] == [(str(SEEDS_FILE), 3, 0)]
+
+
+def test_the_embedded_data_holds_the_seeds_unchanged_with_their_version() -> None:
+    seeds = load_catalog([SEEDS_FILE])
+    embedded = default_catalog()
+    assert embedded.errors == []
+    by_id = {entry.record.id: entry for entry in embedded.entries}
+    for entry in seeds.entries:
+        assert by_id[entry.record.id].record == entry.record
+        assert by_id[entry.record.id].dataset_version == SEED_VERSION
+        assert by_id[entry.record.id].source == DEFAULT_CATALOG_NAME
 
 
 def test_has_analysis_true_for_seeds_false_for_a_bare_baseline_record() -> None:
-    assert all(record.has_analysis for record in default_catalog().records)
+    assert all(record.has_analysis for record in load_catalog([SEEDS_FILE]).records)
     baseline = Record.model_validate(
         rec("fb80024af605b1bf", "Node {node_id:?} is not in the backward_states. ", solutions=[])
     )

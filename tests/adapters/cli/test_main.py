@@ -27,15 +27,16 @@ UNKNOWN_PASTE = (
 
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test starts from the embedded data set and no chat credentials."""
+    """Every test starts from the seed records (the embedded data set these tests were written for; the
+    tests of the whole embedded catalog set no catalog) and no chat credentials."""
     for name in (
-        "PANICBOT_CATALOG",
         "SLACK_BOT_TOKEN",
         "SLACK_APP_TOKEN",
         "SLACK_SIGNING_SECRET",
         "DISCORD_TOKEN",
     ):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PANICBOT_CATALOG", str(SEEDS_FILE))
     monkeypatch.setenv("COLUMNS", "200")
 
 

@@ -10,11 +10,11 @@ import pytest
 
 from adapters.cli.report import run_report
 from adapters.storage import SqlStore, upgrade_database
-from bot.records import default_catalog
 from bot.service import PanicLookup
 from tests.adapters.storage.support import SECRET_PASSWORD, UNREACHABLE_URL, FakeClock
+from tests.support.catalogs import seeds_catalog
 
-LOOKUP = PanicLookup(default_catalog())
+LOOKUP = PanicLookup(seeds_catalog())
 CATALOG_IDS = [record.id for record in LOOKUP.catalog.records]
 AVG_POOL_ID = "8d1d2fa6df3880bd"
 AVG_POOL_PASTE = (

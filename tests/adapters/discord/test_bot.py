@@ -16,7 +16,6 @@ from adapters.discord import render
 from adapters.discord.bot import DiscordState
 from adapters.discord.runner import StartupError, run_discord, sync_commands
 from adapters.discord.settings import SettingsError, load_discord_settings
-from bot.records import default_catalog
 from bot.service import PanicLookup
 from tests.adapters.discord.fake_discord import (
     APP_ID,
@@ -35,6 +34,7 @@ from tests.adapters.discord.fake_discord import (
     FakeDiscord,
     FakeInteraction,
 )
+from tests.support.catalogs import seeds_catalog
 from tests.support.local_only import isolate
 
 TOKEN = "MTE5MDAwMDAwMDAwMDAwMDAwMQ.GfAkEt.not-a-real-token-0123456789abcdefghij"
@@ -221,7 +221,7 @@ async def running(
         state = DiscordState(clock=clock, cooldown_seconds=settings.discord_auto_reply_cooldown_seconds)
         state.feedback = feedback or state.feedback
         state.observer = observer or state.observer
-        task = asyncio.create_task(run_discord(settings, PanicLookup(default_catalog()), state))
+        task = asyncio.create_task(run_discord(settings, PanicLookup(seeds_catalog()), state))
         try:
             await fake.wait_for_identify()
             yield Harness(fake, state, clock, task)
@@ -1011,7 +1011,7 @@ def test_missing_message_content_intent_says_what_to_turn_on(
             discord_env.setenv("DISCORD_API_URL", fake.api_url)
             discord_env.setenv("DISCORD_HELP_CHANNEL_IDS", str(HELP_CHANNEL_ID))
             with pytest.raises(StartupError) as raised:
-                await run_discord(load_discord_settings(), PanicLookup(default_catalog()))
+                await run_discord(load_discord_settings(), PanicLookup(seeds_catalog()))
             message = str(raised.value)
             assert "MESSAGE CONTENT INTENT" in message
             assert f"https://discord.com/developers/applications/{APP_ID}/bot" in message
@@ -1029,7 +1029,7 @@ def test_refused_token_says_so_without_showing_it(discord_env: pytest.MonkeyPatc
             discord_env.setenv("DISCORD_TOKEN", wrong)
             discord_env.setenv("DISCORD_API_URL", fake.api_url)
             settings = load_discord_settings()
-            for start in (run_discord(settings, PanicLookup(default_catalog())), sync_commands(settings)):
+            for start in (run_discord(settings, PanicLookup(seeds_catalog())), sync_commands(settings)):
                 with pytest.raises(StartupError, match="DISCORD_TOKEN") as raised:
                     await start
                 assert wrong not in str(raised.value)

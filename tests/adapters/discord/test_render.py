@@ -27,9 +27,10 @@ from adapters.discord.render import (
 from bot.card import NO_ANALYSIS, UNDER_REVIEW, Card, build_card
 from bot.extract import Location, Panic
 from bot.matcher import LookupResult, Match
-from bot.records import Catalog, Record, default_catalog, load_catalog
+from bot.records import Catalog, Record, load_catalog
 from bot.service import PanicLookup
 from tests.adapters.discord.fake_discord import message_problems
+from tests.support.catalogs import seeds_catalog
 from tests.support.pastes import RECORDS_FILE, shared_data_dir
 
 AVG_POOL_ID = "8d1d2fa6df3880bd"
@@ -109,7 +110,7 @@ def all_variants(card: Card, severity: str | None) -> list[DiscordMessage]:
 
 @pytest.fixture(scope="module")
 def seeds() -> PanicLookup:
-    return PanicLookup(default_catalog())
+    return PanicLookup(seeds_catalog())
 
 
 @pytest.fixture(scope="module")
@@ -354,7 +355,7 @@ def test_private_and_public_cards_have_their_buttons(avg_pool: Card) -> None:
 
 
 def avg_pool_record() -> Record:
-    record = PanicLookup(default_catalog()).record(AVG_POOL_ID)
+    record = PanicLookup(seeds_catalog()).record(AVG_POOL_ID)
     assert record is not None
     return record
 

@@ -74,7 +74,7 @@ async def stopped(service: Service, task: asyncio.Task[None]) -> None:
 
 def test_health_readiness_and_metrics_endpoints(clean_env: pytest.MonkeyPatch) -> None:
     async def scenario() -> None:
-        service = Service(settings(), [])
+        service = Service(settings(panicbot_catalog=str(SEEDS)), [])
         task, base = await started(service)
         async with aiohttp.ClientSession() as http:
             async with http.get(f"{base}/healthz") as response:

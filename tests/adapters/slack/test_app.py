@@ -23,7 +23,6 @@ from adapters.slack import render, server
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.server import build_web_application, run_socket_mode
 from adapters.slack.settings import load_slack_settings
-from bot.records import default_catalog
 from bot.service import PanicLookup
 from tests.adapters.slack.fake_slack import (
     BOT_ID,
@@ -34,6 +33,7 @@ from tests.adapters.slack.fake_slack import (
     FakeSlack,
     block_problems,
 )
+from tests.support.catalogs import seeds_catalog
 from tests.support.local_only import isolate
 
 BOT_TOKEN = "xoxb-test-1234-5678-NotARealToken"
@@ -418,7 +418,7 @@ async def running(env: pytest.MonkeyPatch, feedback: Any = None) -> AsyncIterato
         clock = FakeClock()
         state = SlackState(clock=clock, cooldown_seconds=settings.slack_auto_reply_cooldown_seconds)
         state.feedback = feedback or state.feedback
-        service = PanicLookup(default_catalog())
+        service = PanicLookup(seeds_catalog())
         app = build_slack_app(settings, service, state)
         runner = web.AppRunner(build_web_application(app, len(service.catalog.records)), access_log=None)
         await runner.setup()
@@ -1099,7 +1099,7 @@ def test_healthz_reports_ok_and_the_catalog_size(slack_env: pytest.MonkeyPatch) 
     async def scenario() -> None:
         async with running(slack_env) as h, h.session.get(f"{h.base_url}/healthz") as response:
             assert response.status == 200
-            assert await response.json() == {"ok": True, "records": len(default_catalog().records)}
+            assert await response.json() == {"ok": True, "records": len(seeds_catalog().records)}
             assert h.fake.calls == []
 
     run(scenario())
@@ -1135,7 +1135,7 @@ def test_socket_mode_slash_command_is_acked_and_answered(slack_env: pytest.Monke
             slack_env.setenv("SLACK_API_URL", fake.api_url)
             settings = load_slack_settings()
             assert settings.slack_app_token is not None
-            app = build_slack_app(settings, PanicLookup(default_catalog()))
+            app = build_slack_app(settings, PanicLookup(seeds_catalog()))
             task = asyncio.create_task(run_socket_mode(app, settings.slack_app_token.get_secret_value()))
             try:
                 await fake.wait_for_socket()

@@ -31,8 +31,9 @@ from adapters.slack.render import (
 from bot.card import NO_ANALYSIS, Card, build_card
 from bot.extract import Location, Panic
 from bot.matcher import LookupResult, Match
-from bot.records import Catalog, Record, default_catalog, load_catalog
+from bot.records import Catalog, Record, load_catalog
 from bot.service import PanicLookup
+from tests.support.catalogs import seeds_catalog
 from tests.support.pastes import RECORDS_FILE, shared_data_dir
 
 AVG_POOL_ID = "8d1d2fa6df3880bd"
@@ -126,7 +127,7 @@ def catalog_cards(catalog: Catalog) -> list[Card]:
 
 @pytest.fixture(scope="module")
 def seeds() -> PanicLookup:
-    return PanicLookup(default_catalog())
+    return PanicLookup(seeds_catalog())
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import Engine
 
 from adapters.storage import SqlStore, upgrade_database
-from bot.records import default_catalog
 from bot.service import PanicLookup
 from tests.adapters.storage.support import private_schema
+from tests.support.catalogs import seeds_catalog
 
 
 def test_replicas_starting_together_migrate_once_without_failing(postgres_admin: Engine) -> None:
@@ -23,7 +23,7 @@ def test_replicas_starting_together_migrate_once_without_failing(postgres_admin:
 
 
 def test_two_replicas_share_votes_and_match_counts(postgres_admin: Engine) -> None:
-    lookup = PanicLookup(default_catalog())
+    lookup = PanicLookup(seeds_catalog())
     with private_schema(postgres_admin) as url:
         upgrade_database(url)
         with SqlStore(url) as replica_a, SqlStore(url) as replica_b:

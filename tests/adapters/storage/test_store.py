@@ -15,11 +15,11 @@ from sqlalchemy import select
 from adapters.state import FeedbackStore, InMemoryFeedbackStore
 from adapters.storage import SqlStore, panic_fingerprint
 from adapters.storage.models import MAX_MESSAGE_CHARS, RecordMatch, UnmatchedPanic, Vote
-from bot.records import default_catalog
 from bot.service import PanicLookup
 from tests.adapters.storage.support import FakeClock
+from tests.support.catalogs import seeds_catalog
 
-LOOKUP = PanicLookup(default_catalog())
+LOOKUP = PanicLookup(seeds_catalog())
 CATALOG_IDS = [record.id for record in LOOKUP.catalog.records]
 AVG_POOL_ID = "8d1d2fa6df3880bd"
 DEFORM_ID = "5c5da46720dbbf10"

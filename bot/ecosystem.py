@@ -1,0 +1,178 @@
+"""The ecosystem catalog: panic sites harvested at many releases of many repositories, folded into one record
+per (repo, file, message) and a side table of the releases that have each site, at which line.
+
+Pure: the caller reads the git objects and hands over each release's harvested sites. The output is
+deterministic (sorted, no clock): rebuilding from the same sources gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.harvest import (
+    BACKGROUND_TAGS,
+    HarvestedSite,
+    github_url,
+    kind_tag,
+    message_pattern,
+    normalise_path,
+    record_id,
+    site_tags,
+    slug,
+)
+from bot.records import Record
+
+
+@dataclass(frozen=True)
+class Source:
+    """One harvested release: a repository at a ref (a tag, or a commit named by its sha)."""
+
+    repo: str
+    ref: str
+    sha: str
+    date: str  # the commit's ISO date: releases of a repo are ordered by it
+    paths: tuple[str, ...] = ()  # folders harvested (empty: the whole tree)
+
+    @property
+    def link_ref(self) -> str:
+        """What a GitHub link names: the tag, or the commit."""
+        return self.ref or self.sha
+
+
+@dataclass(frozen=True)
+class ReleaseHarvest:
+    """Everything one release gave: its sites and the crate (name, version) of every harvested file."""
+
+    source: Source
+    sites: Sequence[HarvestedSite]
+    crates: Mapping[str, tuple[str, str]]  # file path -> (crate name, crate version)
+
+
+@dataclass
+class _Site:
+    """A record's site in one release (a record has one per distinct line of its message in the file)."""
+
+    line: int
+    column: int
+    kind: str
+    function: str | None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class EcosystemCatalog:
+    records: list[Record]
+    sites: list[dict[str, Any]]  # one row per record: its releases, grouped by identical sites
+    releases: list[dict[str, Any]]  # every source with its crate versions, oldest first per repo
+
+
+def _site_extra(site: HarvestedSite) -> dict[str, str]:
+    """The facts a parser may add beside the function: impl type, firing condition, `# Panics` doc."""
+    extra: dict[str, str] = {}
+    for name, key in (("impl_type", "impl"), ("condition", "condition"), ("panics_doc", "panicsDoc")):
+        value = getattr(site, name, None)
+        if isinstance(value, str) and value:
+            extra[key] = value
+    return extra
+
+
+def build_ecosystem(harvests: Iterable[ReleaseHarvest], dataset_version: str) -> EcosystemCatalog:
+    """Fold the releases' sites into records (the newest release that has a site gives its line and link)
+    and the side table of all the releases that have it."""
+    ordered = sorted(harvests, key=lambda h: (h.source.repo, h.source.date, h.source.ref))
+    # (repo, path, message) -> ref -> the sites of that message in that file, in source order
+    found: dict[tuple[str, str, str], dict[str, list[_Site]]] = {}
+    newest: dict[tuple[str, str, str], tuple[Source, HarvestedSite]] = {}
+    crate_of_key: dict[tuple[str, str, str], dict[str, tuple[str, str]]] = {}
+    release_rows: list[dict[str, Any]] = []
+    for harvest in ordered:
+        source = harvest.source
+        crates_here: dict[str, str] = {}
+        for path in sorted(harvest.crates):
+            name, version = harvest.crates[path]
+            crates_here[name] = version
+        release_rows.append(
+            {
+                "repo": source.repo,
+                "ref": source.ref,
+                "sha": source.sha,
+                "date": source.date,
+                "crates": dict(sorted(crates_here.items())),
+            }
+        )
+        for site in harvest.sites:
+            path = normalise_path(site.file_path)
+            key = (source.repo, path, site.message)
+            per_ref = found.setdefault(key, {})
+            per_ref.setdefault(source.ref, []).append(
+                _Site(site.line, site.column, site.kind, site.function, _site_extra(site))
+            )
+            if len(per_ref[source.ref]) == 1:
+                # Releases come oldest first: the last release seen is the newest, its first site the line.
+                newest[key] = (source, site)
+            crate = harvest.crates.get(path)
+            if crate is not None:
+                crate_of_key.setdefault(key, {})[source.ref] = crate
+    records: list[Record] = []
+    site_rows: list[dict[str, Any]] = []
+    for key in sorted(found):
+        repo, path, message = key
+        source, site = newest[key]
+        identifier = record_id(repo, path, message)
+        is_format = site.is_format
+        records.append(
+            Record(
+                id=identifier,
+                repo=repo,
+                slug=slug(message, is_format=is_format, fallback=kind_tag(site.kind)),
+                errorMessage=message,
+                messagePattern=message_pattern(message, is_format=is_format),
+                errorType="panic",
+                severity="error",
+                filePath=path,
+                lineNumber=site.line,
+                githubUrl=github_url(repo, source.link_ref, path, site.line),
+                tags=site_tags(path, repo, site.kind),
+                backgroundTag=BACKGROUND_TAGS[site.kind],
+                analyzedSha=source.sha,
+                analyzedAt=dataset_version,
+                contentChangedAt=dataset_version,
+            )
+        )
+        site_rows.append(_site_row(identifier, repo, path, found[key], crate_of_key.get(key, {})))
+    return EcosystemCatalog(records, site_rows, release_rows)
+
+
+def _site_row(
+    identifier: str,
+    repo: str,
+    path: str,
+    per_ref: Mapping[str, list[_Site]],
+    crates: Mapping[str, tuple[str, str]],
+) -> dict[str, Any]:
+    """One side-table row: the releases that have the record, grouped where the sites are identical (most
+    sites do not move between releases, so a group usually spans many)."""
+    groups: list[dict[str, Any]] = []
+    by_shape: dict[str, dict[str, Any]] = {}
+    for ref, sites in per_ref.items():
+        shape = [
+            {"line": s.line, "column": s.column, "kind": s.kind, "function": s.function, **s.extra}
+            for s in sites
+        ]
+        crate = crates.get(ref)
+        fingerprint = json.dumps([shape, crate[0] if crate else None], sort_keys=True)
+        group = by_shape.get(fingerprint)
+        if group is None:
+            group = {"refs": [], "crate": crate[0] if crate else None, "sites": shape}
+            by_shape[fingerprint] = group
+            groups.append(group)
+        group["refs"].append(ref)
+    return {"id": identifier, "repo": repo, "filePath": path, "releases": groups}
+
+
+def dumps_line(value: Any) -> str:
+    """Compact, key-sorted JSON: the committed files diff and rebuild byte for byte."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)

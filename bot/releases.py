@@ -1,0 +1,281 @@
+"""Releases: which harvested releases have a record's site and at which line, and which release a paste
+reveals (cargo registry paths, git checkouts, a Cargo.lock excerpt, a `burn = "0.16"` line).
+
+Text and rows in, answers out: the catalog loader hands over the side-table rows it read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-([0-9A-Za-z.]+))?")
+# `.../registry/src/<index>/burn-fusion-0.21.0/src/...`, `vendor/burn-core-0.16.0/src/...`
+_CRATE_DIR = re.compile(
+    r"(?:^|[/\\])(?P<crate>[A-Za-z][A-Za-z0-9_-]*?)-(?P<version>\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)"
+    r"(?:\+[0-9A-Za-z.]+)?[/\\]"
+)
+# `.cargo/git/checkouts/burn-<hash>/<short sha>/crates/...`
+_CHECKOUT = re.compile(
+    r"git[/\\]checkouts[/\\](?P<name>[A-Za-z0-9_-]+?)-[0-9a-f]{8,}[/\\](?P<rev>[0-9a-f]{7,40})[/\\]"
+)
+# A Cargo.lock entry: `name = "burn-core"` then `version = "0.16.0"`.
+_LOCK_ENTRY = re.compile(
+    r'name\s*=\s*"(?P<crate>[A-Za-z0-9_-]+)"\s*\n\s*version\s*=\s*"(?P<version>[^"\n]+)"'
+)
+# A Cargo.toml dependency: `burn = "0.16"`, `burn = { version = "0.16", features = [...] }`.
+_DEPENDENCY = re.compile(
+    r"^[ \t]*(?P<crate>[A-Za-z][A-Za-z0-9_-]*)[ \t]*=[ \t]*"
+    r'(?:"(?P<plain>[^"\n]+)"|\{[^}\n]*?\bversion[ \t]*=[ \t]*"(?P<table>[^"\n]+)")',
+    re.MULTILINE,
+)
+MAX_SCANNED_CHARS = 2_000_000  # version hints are read from the first part of a huge paste
+
+
+def version_key(text: str) -> tuple[int, int, int, int, str]:
+    """Semver order; a pre-release sorts before its release (0.20.0-pre.6 < 0.20.0)."""
+    match = _VERSION.search(text)
+    if not match:
+        return (-1, -1, -1, 0, text)
+    major, minor, patch, pre = match.groups()
+    return (int(major), int(minor), int(patch or 0), 0 if pre else 1, pre or "")
+
+
+@dataclass(frozen=True)
+class VersionHint:
+    """A crate version a paste reveals. `exact` for a path or lock entry; a requirement (`0.16`) is not."""
+
+    crate: str
+    version: str
+    exact: bool
+    source: str  # "path", "checkout", "lock", "manifest"
+
+
+@dataclass(frozen=True)
+class CheckoutHint:
+    """A git dependency: the repository's name and the checked-out revision (short sha)."""
+
+    name: str
+    rev: str
+
+
+def hint_from_path(raw_path: str) -> VersionHint | CheckoutHint | None:
+    """The crate and version of a cargo registry or vendored path, or the revision of a git checkout."""
+    checkout = _CHECKOUT.search(raw_path)
+    if checkout:
+        return CheckoutHint(checkout.group("name").lower(), checkout.group("rev").lower())
+    # The last crate folder in the path is the one the file is in.
+    found = None
+    for found in _CRATE_DIR.finditer(raw_path):  # noqa: B007
+        continue
+    if found is None:
+        return None
+    return VersionHint(found.group("crate").lower().replace("_", "-"), found.group("version"), True, "path")
+
+
+def hints_in_text(text: str) -> list[VersionHint]:
+    """Versions a paste declares outside paths: Cargo.lock entries and Cargo.toml dependency lines."""
+    text = text[:MAX_SCANNED_CHARS]
+    hints: list[VersionHint] = []
+    if "version" in text:
+        for match in _LOCK_ENTRY.finditer(text):
+            hints.append(VersionHint(match.group("crate").lower(), match.group("version"), True, "lock"))
+    for match in _DEPENDENCY.finditer(text):
+        requirement = (match.group("plain") or match.group("table") or "").strip()
+        version = requirement.lstrip("=^~ ")
+        crate = match.group("crate").lower()
+        if crate in ("version", "name", "edition", "rust-version") or not _VERSION.fullmatch(version):
+            continue
+        hints.append(VersionHint(crate, version, requirement.startswith("="), "manifest"))
+    return hints
+
+
+# ---- The side table -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Release:
+    """One harvested release of a repository: its ref (tag or commit), commit and crate versions."""
+
+    repo: str
+    ref: str
+    sha: str
+    date: str
+    crates: Mapping[str, str]
+    order: int  # among the repository's releases, oldest first
+
+    @property
+    def is_tag(self) -> bool:
+        return self.ref != self.sha
+
+    def crate_version(self, crate: str | None) -> str | None:
+        return self.crates.get(crate) if crate else None
+
+    @property
+    def name(self) -> str:
+        """`v0.21.0`, or a short commit."""
+        return self.ref if self.is_tag else self.sha[:10]
+
+
+@dataclass(frozen=True)
+class Site:
+    """A record's site in one release."""
+
+    release: Release
+    crate: str | None
+    line: int
+    column: int | None
+    kind: str | None
+    function: str | None
+    impl_type: str | None = None
+    condition: str | None = None
+    panics_doc: str | None = None
+
+    @property
+    def version(self) -> str | None:
+        """The crate's version at this release (Burn's crates share the workspace version)."""
+        return self.release.crate_version(self.crate)
+
+
+@dataclass
+class ReleaseTable:
+    """Releases per repository and, per record, the releases that have its site."""
+
+    releases: dict[str, list[Release]] = field(default_factory=dict)
+    sites: dict[str, list[Site]] = field(default_factory=dict)  # record id -> sites, oldest release first
+    paths: dict[str, str] = field(default_factory=dict)  # record id -> file path (side tables say it)
+    repos_by_crate: dict[str, set[str]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.sites)
+
+    def add_release_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        by_repo: dict[str, list[Mapping[str, Any]]] = {}
+        for row in rows:
+            by_repo.setdefault(str(row["repo"]), []).append(row)
+        for repo, items in by_repo.items():
+            known = {release.ref: release for release in self.releases.get(repo, [])}
+            for item in items:
+                crates = {str(k): str(v) for k, v in dict(item.get("crates") or {}).items()}
+                known[str(item["ref"])] = Release(
+                    repo, str(item["ref"]), str(item["sha"]), str(item["date"]), crates, 0
+                )
+            ordered = sorted(known.values(), key=lambda r: (r.date, r.ref))
+            self.releases[repo] = [
+                Release(r.repo, r.ref, r.sha, r.date, r.crates, index) for index, r in enumerate(ordered)
+            ]
+            for release in self.releases[repo]:
+                for crate in release.crates:
+                    self.repos_by_crate.setdefault(crate, set()).add(repo)
+
+    def add_site_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Rows of the ecosystem side table (`releases` groups), or of a single-release one such as
+        `burn-panics.sites.jsonl` (one site per row, no release: only the function is kept)."""
+        by_ref = {
+            (release.repo, release.ref): release
+            for releases in self.releases.values()
+            for release in releases
+        }
+        for row in rows:
+            record_id = str(row.get("id", ""))
+            if not record_id:
+                continue
+            groups = row.get("releases")
+            if not isinstance(groups, list):
+                continue
+            repo = str(row.get("repo", ""))
+            if row.get("filePath"):
+                self.paths[record_id] = str(row["filePath"])
+            found = self.sites.setdefault(record_id, [])
+            for group in groups:
+                for ref in group.get("refs", ()):
+                    release = by_ref.get((repo, str(ref)))
+                    if release is None:
+                        continue
+                    for item in group.get("sites", ())[:1]:  # the first site of the message in the file
+                        found.append(
+                            Site(
+                                release,
+                                group.get("crate"),
+                                int(item["line"]),
+                                item.get("column"),
+                                item.get("kind"),
+                                item.get("function"),
+                                item.get("impl"),
+                                item.get("condition"),
+                                item.get("panicsDoc"),
+                            )
+                        )
+            found.sort(key=lambda site: site.release.order)
+
+    def alias(self, record_id: str, covered_id: str) -> None:
+        """An analysed record that covers a harvested one takes over its releases."""
+        sites = self.sites.get(covered_id)
+        if sites and record_id not in self.sites:
+            self.sites[record_id] = sites
+
+    def sites_of(self, record_id: str) -> Sequence[Site]:
+        return self.sites.get(record_id, ())
+
+    def newest_site(self, record_id: str) -> Site | None:
+        sites = self.sites.get(record_id)
+        return sites[-1] if sites else None
+
+    def gone_since(self, record_id: str) -> Release | None:
+        """The first release of the repository, after the newest one with the site, that no longer has it."""
+        newest = self.newest_site(record_id)
+        if newest is None:
+            return None
+        later = self.releases.get(newest.release.repo, [])[newest.release.order + 1 :]
+        return later[0] if later else None
+
+    def resolve(
+        self, repo: str, crate: str | None, hints: Sequence[VersionHint | CheckoutHint]
+    ) -> Release | None:
+        """The release of `repo` a paste reveals: the first hint that names one of its crates (or the
+        repository) and a release harvested here."""
+        releases = self.releases.get(repo, [])
+        if not releases:
+            return None
+        repo_name = repo.rsplit("/", 1)[-1].lower()
+        repo_crates = {c for r in releases for c in r.crates}
+        for hint in hints:
+            if isinstance(hint, CheckoutHint):
+                if hint.name == repo_name or hint.name in repo_crates:
+                    for release in reversed(releases):
+                        if release.sha.startswith(hint.rev):
+                            return release
+                continue
+            named = hint.crate if hint.crate in repo_crates else None
+            if named is None and hint.crate == repo_name:
+                named = crate if crate in repo_crates else repo_name
+            if named is None:
+                continue
+            chosen = _release_for_version(releases, named, hint)
+            if chosen is not None:
+                return chosen
+        return None
+
+
+def _release_for_version(releases: Sequence[Release], crate: str, hint: VersionHint) -> Release | None:
+    """The newest release whose version of `crate` is the hinted one (a requirement such as `0.16` takes
+    the newest 0.16.x; `0.16.0` without `=` does too, as Cargo's caret does for 0.x)."""
+    wanted = version_key(hint.version)
+    exact_text = hint.version
+    best: Release | None = None
+    for release in releases:
+        have = release.crates.get(crate)
+        if have is None:
+            continue
+        if hint.exact:
+            if have == exact_text:
+                best = release if best is None or release.order > best.order else best
+            continue
+        key = version_key(have)
+        parts = hint.version.count(".") + 1
+        same = key[:2] == wanted[:2] if wanted[0] == 0 or parts >= 2 else key[0] == wanted[0]
+        if same and key[:3] >= wanted[:3] and (best is None or release.order > best.order):
+            best = release
+    return best
