@@ -44,19 +44,24 @@ _SECRETS = (
 # `Basic <base64 of user:password>` outside a header too; only when it decodes to a credential, so the word
 # "Basic" before an ordinary word is left alone.
 _BASIC = re.compile(r"(?i)\b(Basic\s+)([A-Za-z0-9+/]{6,}={0,2})(?![\w+/=])")
-# `name = value`, `name: value`, `"name": "value"`, `NAME=value`: an assignment whose name says secret.
+# `name = value`, `name: value`, `"name": "value"`, `NAME=value`: an assignment whose name says secret. Only
+# the name is consumed (the rest is a lookahead), so `failed: password: x` still finds `password`.
 _ASSIGNMENT = re.compile(
-    r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*+)(?P<sep>["']?[ \t]*[=:][ \t]*)"""
+    r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*+)(?=(?P<sep>["']?[ \t]*[=:][ \t]*)"""
     r"""(?P<scheme>(?i:bearer|basic|token|digest)[ \t]+)?"""
-    r"""(?:"(?P<dq>[^"\n]*)"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s"'`,;&<>()\[\]{}]+))"""
+    r"""(?:"(?P<dq>[^"\n]{0,1024})"|'(?P<sq>[^'\n]{0,1024})'|(?P<bare>[^\s"'`,;&<>()\[\]{}]{1,256})))"""
 )
-# Names whose value is a secret whatever it looks like (passwords are often plain words)...
+# The look-ahead sees at most 256 characters of a bare value (it runs at every name: unbounded, a long run of
+# `a:a:a:...` would be quadratic); a secret's value is then taken whole.
+_BARE_VALUE = re.compile(r"""[^\s"'`,;&<>()\[\]{}]++""")
+# Names whose value (4 characters or more) is a secret whatever it looks like: passwords are often words...
 _SECRET_NAME = re.compile(
-    r"(?:password|passwd|pwd|passphrase|secret|secret_?key|secret_?access_?key|private_?key|credentials?|"
-    r"authorization|client_?secret|signing_?secret)$"
+    r"(?:password|passwd|passphrase|secret|token|api_?key|access_?key|private_?key|credentials?|"
+    r"authorization)$"
 )
-# ...and names whose value is a secret when it looks random (`unexpected token: Comma` is a parser's panic).
-_MAYBE_SECRET_NAME = re.compile(r"(?:token|key|api_?key|auth|sig|signature|session|cookie)$")
+# ...and names whose value is a secret when it looks random (`pwd=/src/app` is a directory).
+_MAYBE_SECRET_NAME = re.compile(r"(?:key|auth|pwd|sig|signature|session|cookie)$")
+_MIN_SECRET = 4
 _HAS_DIGIT = re.compile(r"\d")
 _HAS_LETTER = re.compile(r"[A-Za-z]")
 # Credentials in URLs: postgres://user:secret@host, redis://:secret@host.
@@ -74,21 +79,35 @@ def _looks_random(value: str) -> bool:
     return len(value) >= 8 and bool(_HAS_DIGIT.search(value)) and bool(_HAS_LETTER.search(value))
 
 
-def _assignment(match: re.Match[str]) -> str:
-    name = match["name"].lower().replace("-", "_").replace(".", "_")
-    value = (
-        match["dq"] if match["dq"] is not None else match["sq"] if match["sq"] is not None else match["bare"]
-    )
+def _secret_value_span(match: re.Match[str]) -> tuple[int, int] | None:
+    """Where the value of an assignment is, when its name says it is a secret (and, for a name such as
+    `*_KEY`, it looks like one)."""
+    group = next(name for name in ("dq", "sq", "bare") if match[name] is not None)
+    value = match[group]
     if not value or value.startswith(REDACTED):
-        return match.group()
-    if not (_SECRET_NAME.search(name) or (_MAYBE_SECRET_NAME.search(name) and _looks_random(value))):
-        return match.group()
-    whole = match.group()
-    start = match.start("dq") if match["dq"] is not None else match.start("sq")
-    if match["bare"] is not None:
-        start = match.start("bare")
-    offset = start - match.start()
-    return whole[:offset] + REDACTED + whole[offset + len(value) :]
+        return None
+    name = match["name"].lower().replace("-", "_").replace(".", "_")
+    always = _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET
+    if not (always or (_MAYBE_SECRET_NAME.search(name) and _looks_random(value))):
+        return None
+    start, end = match.span(group)
+    if group == "bare":
+        whole = _BARE_VALUE.match(match.string, start)
+        end = whole.end() if whole else end
+    return start, end
+
+
+def _redact_assignments(text: str) -> str:
+    parts: list[str] = []
+    done = 0
+    for match in _ASSIGNMENT.finditer(text):
+        if match.start() < done:
+            continue  # inside a value already redacted
+        span = _secret_value_span(match)
+        if span is not None:
+            parts += [text[done : span[0]], REDACTED]
+            done = span[1]
+    return "".join(parts) + text[done:] if parts else text
 
 
 def _basic(match: re.Match[str]) -> str:
@@ -109,6 +128,6 @@ def redact(text: str) -> str:
         text = pattern.sub(REDACTED, text)
     text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", text)
     text = _BASIC.sub(_basic, text)
-    text = _ASSIGNMENT.sub(_assignment, text)
+    text = _redact_assignments(text)
     text = _WINDOWS_HOME.sub(lambda m: m.group(1) + "user", text)
     return _HOME.sub(lambda m: m.group(1) + "user", text)

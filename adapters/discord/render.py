@@ -590,11 +590,12 @@ def no_match_message(result: LookupResult, *, query: str) -> DiscordMessage:
             )
         )
     panic = result.panics[result.answer_panic or 0]
-    looked_up = one_line(panic.message) or one_line(query)
-    where = f" at {_inline_code(str(panic.location))}" if panic.location else ""
+    # Quoted back in public (help channels): no token or home-directory name rides along.
+    looked_up = one_line(redact(panic.message)) or one_line(redact(query))
+    where = f" at {_inline_code(redact(str(panic.location)))}" if panic.location else ""
     head = f"🔍 **No known record** for this panic{where}."
     if looked_up:
-        head += "\n> " + cut(plain(redact(looked_up)), QUOTE_MAX)
+        head += "\n> " + cut(plain(looked_up), QUOTE_MAX)
     if not result.matches:
         return DiscordMessage(content=head + "\nNothing in the catalog comes close.")
     head += "\n**Nearby records** (not the same message):"

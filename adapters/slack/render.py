@@ -27,6 +27,7 @@ from slack_sdk.models.blocks import (
 
 from bot.card import NO_ANALYSIS, Card, confidence_percent
 from bot.matcher import LookupResult, Match
+from bot.redact import redact
 
 ACTION_SHARE = "panicbot_share"
 ACTION_MORE = "panicbot_more"
@@ -555,9 +556,10 @@ def no_match_message(result: LookupResult, *, query: str) -> SlackMessage:
         )
         return _list_message("No Rust panic found in that text.", intro, "", [])
     panic = result.panics[result.answer_panic or 0]
-    looked_up = _one_line(panic.message) or _one_line(query)
+    # Quoted back into the channel (a mention's reply is public): no token or home-directory name rides along.
+    looked_up = _one_line(redact(panic.message)) or _one_line(redact(query))
     # A backtick in the path would end the inline code early.
-    location = escape_mrkdwn(str(panic.location).replace("`", "'")) if panic.location else ""
+    location = escape_mrkdwn(redact(str(panic.location)).replace("`", "'")) if panic.location else ""
     where = f" at `{location}`" if location else ""
     intro = f":mag: *No known record* for this panic{where}."
     if looked_up:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -243,7 +246,8 @@ def test_every_secret_detect_secrets_flags_is_gone_after_redaction() -> None:
 
 def test_panics_and_ordinary_words_are_left_alone() -> None:
     texts = [
-        "thread 'main' panicked at src/parser.rs:12:5:\nunexpected token: Comma",
+        "thread 'main' panicked at src/parser.rs:12:5:\nunexpected character: Comma",
+        "pwd=/src/app key: weight",
         "thread 'main' panicked at crates/burn-core/src/module/param.rs:88:9:\nmissing key: weight",
         "Basic operations are not supported for this tensor kind",
         'called `Result::unwrap()` on an `Err` value: InvalidToken { token: "fn" }',
@@ -263,3 +267,17 @@ def test_lone_surrogates_and_nul_are_stripped() -> None:
 @given(st.text(alphabet=st.characters(exclude_categories=()), max_size=200))
 def test_redacted_text_always_encodes(text: str) -> None:
     redact(text).encode("utf-8")
+
+
+def test_an_assignment_right_after_another_is_still_found() -> None:
+    assert redact("login failed: password: hunter2hunter2") == "login failed: password: [redacted]"
+    assert redact("error: client_secret=Zx9vQ2mN4pL7kR1t") == "error: client_secret=[redacted]"
+
+
+@pytest.mark.parametrize("unit", ["a.", "a:", "a=b", 'a:"', "password=", "Basic ", "eyJ.", "-x"])
+def test_redaction_time_grows_linearly(unit: str) -> None:
+    """A paste may be an attachment of 256 KB: no pattern may rescan the rest of it from every position."""
+    text = unit * (200_000 // len(unit))
+    started = time.perf_counter()
+    redact(text)
+    assert time.perf_counter() - started < 5.0
