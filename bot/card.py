@@ -9,6 +9,9 @@ from bot.matcher import Match
 from bot.records import Record
 from bot.redact import redact
 
+# The echoes listed on a card: how many, and how much of each first line.
+MAX_CONSEQUENCES = 5
+MAX_CONSEQUENCE_CHARS = 200
 NO_ANALYSIS = "No analysis yet for this error: the source link shows where it is raised."
 UNDER_REVIEW = (
     "The analysis of this record is under review (it seems to describe another error), so it is not shown: "
@@ -42,6 +45,8 @@ class Card:
     """The condition that fires it, one line of the source (an assert's expression, the guarding `if`)."""
     release_note: str = ""
     """What the releases say: "No longer raised since burn-fusion 0.20.0." (often the whole answer)."""
+    consequences: tuple[str, ...] = ()
+    """First lines (redacted) of the paste's other panics that follow from this one (echoes, not causes)."""
 
     @property
     def summary(self) -> str:
@@ -70,6 +75,7 @@ def build_card(
     fires_when: str = "",
     release_note: str = "",
     source_url: str = "",
+    consequences: tuple[str, ...] = (),
 ) -> Card:
     """The card for a match. The title is the message as pasted (first line), else the catalogued one.
 
@@ -106,6 +112,11 @@ def build_card(
         where=where,
         fires_when=fires_when,
         release_note=release_note,
+        consequences=tuple(
+            redact(text.strip().splitlines()[0])[:MAX_CONSEQUENCE_CHARS]
+            for text in consequences
+            if text.strip()
+        )[:MAX_CONSEQUENCES],
     )
 
 
@@ -130,6 +141,12 @@ def render_markdown(card: Card) -> str:
         lines += ["**Example fix:**", f"{fence}{card.example_fix_language}", card.example_fix, fence, ""]
     if card.prevention_tips:
         lines += ["**Prevention:**", *[f"- {tip}" for tip in card.prevention_tips], ""]
+    if card.consequences:
+        lines += [
+            "**Also in this paste, following from this panic:**",
+            *[f"- `{text}`" for text in card.consequences],
+            "",
+        ]
     lines.append(context_line(card))
     return "\n".join(lines).strip() + "\n"
 

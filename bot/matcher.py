@@ -22,7 +22,7 @@ import numpy.typing as npt
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
-from bot.extract import Location, Panic, extract_panics
+from bot.extract import Location, Panic, extract, root_panic_index
 from bot.paths import common_suffix_length, path_parts
 from bot.patterns import (
     LiteralPattern,
@@ -107,6 +107,13 @@ class Match:
     record_index: int
     """Position of the record in the matcher's catalog."""
 
+    @classmethod
+    def for_record(
+        cls, record: Record, record_index: int, *, panic_index: int = 0, confidence: float = 0.0
+    ) -> Match:
+        """A match named by the caller (a button pressed later, a site found by its line), not ranked."""
+        return cls(record, 0.0, confidence, (), panic_index, False, record_index)
+
 
 @dataclass(frozen=True)
 class LookupResult:
@@ -117,6 +124,19 @@ class LookupResult:
     auto_reply: bool
     version_hints: tuple[VersionHint, ...] = ()
     """Crate versions the paste declares outside its paths (a Cargo.lock excerpt, `burn = "0.16"`)."""
+    root_panic: int | None = None
+    """Index in `panics` of the first panic that is not a follow-on of another (the likely cause)."""
+    truncated: bool = False
+    """True when the paste was too long to be read whole (see `bot.extract.MAX_PASTE_CHARS`)."""
+
+    @property
+    def consequences(self) -> tuple[int, ...]:
+        """The other panics of the paste that follow from the answered one (echoes after it)."""
+        if self.answer_panic is None:
+            return ()
+        return tuple(
+            index for index, panic in enumerate(self.panics) if index != self.answer_panic and panic.follow_on
+        )
 
     @property
     def best(self) -> Match | None:
@@ -268,18 +288,29 @@ class Matcher:
     # -- lookup ---------------------------------------------------------------------------------------
 
     def lookup(self, text: str, limit: int = MAX_RESULTS) -> LookupResult:
-        """Rank the catalog for the panics in `text`; the first panic with a known record is the answer."""
-        panics = tuple(extract_panics(text))
+        """Rank the catalog for the panics in `text`. The answer is for the first panic with a known record,
+        causes before echoes: a panic that follows from another (a PoisonError unwrap, a relaying
+        `CallError`) is answered only when no cause in the paste has a record."""
+        extraction = extract(text)
+        panics = extraction.panics
         if not panics:
-            return LookupResult(panics, (), None, False)
+            return LookupResult(panics, (), None, False, truncated=extraction.truncated)
+        root = root_panic_index(panics)
+        order = sorted(range(len(panics)), key=lambda index: (panics[index].follow_on, index))
         first_ranked: tuple[Match, ...] | None = None
-        for index, panic in enumerate(panics):
+        for index in order:
+            panic = panics[index]
             ranked = self._rank_panic(panic, index, limit)
             if first_ranked is None:
                 first_ranked = ranked
             if ranked and ranked[0].known:
-                return LookupResult(panics, ranked, index, self._auto_reply(panic, ranked))
-        return LookupResult(panics, first_ranked or (), None, False)
+                auto = self._auto_reply(panic, ranked)
+                return LookupResult(
+                    panics, ranked, index, auto, root_panic=root, truncated=extraction.truncated
+                )
+        return LookupResult(
+            panics, first_ranked or (), None, False, root_panic=root, truncated=extraction.truncated
+        )
 
     def _rank_panic(self, panic: Panic, panic_index: int, limit: int) -> tuple[Match, ...]:
         variants = message_variants(panic.message[:MAX_QUERY_CHARS]) if panic.message else []

@@ -146,6 +146,7 @@ class ReleaseTable:
     releases: dict[str, list[Release]] = field(default_factory=dict)
     sites: dict[str, list[Site]] = field(default_factory=dict)  # record id -> sites, oldest release first
     paths: dict[str, str] = field(default_factory=dict)  # record id -> file path (side tables say it)
+    by_path: dict[str, list[str]] = field(default_factory=dict)  # file path -> record ids
     repos_by_crate: dict[str, set[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -188,6 +189,7 @@ class ReleaseTable:
             repo = str(row.get("repo", ""))
             if row.get("filePath"):
                 self.paths[record_id] = str(row["filePath"])
+                self.by_path.setdefault(str(row["filePath"]), []).append(record_id)
             found = self.sites.setdefault(record_id, [])
             for group in groups:
                 for ref in group.get("refs", ()):
@@ -216,6 +218,18 @@ class ReleaseTable:
         if sites and record_id not in self.sites:
             self.sites[record_id] = sites
 
+    def records_at(self, path: str, crate: str | None = None) -> list[str]:
+        """Records of a pasted repository path (`crates/wgpu-core/src/x.rs` is `wgpu-core/src/x.rs` in its
+        repository; a root crate's `crates/ndarray/src/x.rs` is `src/x.rs`)."""
+        found = list(self.by_path.get(path, ()))
+        if path.startswith("crates/"):
+            inner = path.removeprefix("crates/")
+            found += self.by_path.get(inner, ())
+            head, _, rest = inner.partition("/")
+            if rest and (crate is None or head == crate):
+                found += self.by_path.get(rest, ())
+        return found
+
     def sites_of(self, record_id: str) -> Sequence[Site]:
         return self.sites.get(record_id, ())
 
@@ -234,48 +248,64 @@ class ReleaseTable:
     def resolve(
         self, repo: str, crate: str | None, hints: Sequence[VersionHint | CheckoutHint]
     ) -> Release | None:
-        """The release of `repo` a paste reveals: the first hint that names one of its crates (or the
-        repository) and a release harvested here."""
+        """The release of `repo` a paste most likely ran (see `candidates`)."""
+        found = self.candidates(repo, crate, hints)
+        return found[0] if found else None
+
+    def candidates(
+        self, repo: str, crate: str | None, hints: Sequence[VersionHint | CheckoutHint]
+    ) -> list[Release]:
+        """The releases of `repo` a paste may have run, likeliest first, from the first hint that names
+        one of its crates (or the repository) and a release harvested here. Several releases can carry one
+        crate version (a tag and the commits after it, before the next bump): tags first, newest first."""
         releases = self.releases.get(repo, [])
         if not releases:
-            return None
+            return []
         repo_name = repo.rsplit("/", 1)[-1].lower()
         repo_crates = {c for r in releases for c in r.crates}
         for hint in hints:
             if isinstance(hint, CheckoutHint):
                 if hint.name == repo_name or hint.name in repo_crates:
-                    for release in reversed(releases):
-                        if release.sha.startswith(hint.rev):
-                            return release
+                    found = [r for r in reversed(releases) if r.sha.startswith(hint.rev)]
+                    if found:
+                        return found
                 continue
             named = hint.crate if hint.crate in repo_crates else None
             if named is None and hint.crate == repo_name:
                 named = crate if crate in repo_crates else repo_name
             if named is None:
                 continue
-            chosen = _release_for_version(releases, named, hint)
-            if chosen is not None:
-                return chosen
+            found = _releases_for_version(releases, named, hint)
+            if found:
+                return found
+        return []
+
+    def site_in(self, record_id: str, releases: Sequence[Release]) -> Site | None:
+        """The record's site in the first of `releases` that has it."""
+        sites = self.sites.get(record_id, ())
+        for release in releases:
+            for site in sites:
+                if site.release == release:
+                    return site
         return None
 
 
-def _release_for_version(releases: Sequence[Release], crate: str, hint: VersionHint) -> Release | None:
-    """The newest release whose version of `crate` is the hinted one (a requirement such as `0.16` takes
-    the newest 0.16.x; `0.16.0` without `=` does too, as Cargo's caret does for 0.x)."""
+def _releases_for_version(releases: Sequence[Release], crate: str, hint: VersionHint) -> list[Release]:
+    """The releases whose version of `crate` is the hinted one, tags first, newest first. A requirement
+    such as `0.16` takes any 0.16.x (`0.16.0` without `=` too, as Cargo's caret does for 0.x)."""
     wanted = version_key(hint.version)
-    exact_text = hint.version
-    best: Release | None = None
+    parts = hint.version.count(".") + 1
+    found: list[Release] = []
     for release in releases:
         have = release.crates.get(crate)
         if have is None:
             continue
         if hint.exact:
-            if have == exact_text:
-                best = release if best is None or release.order > best.order else best
+            if have == hint.version:
+                found.append(release)
             continue
         key = version_key(have)
-        parts = hint.version.count(".") + 1
         same = key[:2] == wanted[:2] if wanted[0] == 0 or parts >= 2 else key[0] == wanted[0]
-        if same and key[:3] >= wanted[:3] and (best is None or release.order > best.order):
-            best = release
-    return best
+        if same and key[:3] >= wanted[:3]:
+            found.append(release)
+    return sorted(found, key=lambda r: (not r.is_tag, -r.order))

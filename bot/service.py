@@ -21,6 +21,8 @@ SITE_CONFIDENCE = 0.7
 CONTENDER_MARGIN = 0.1
 FAR = 1 << 30
 RELEASE_EXTRA_CANDIDATES = 5
+# A nearby record under this confidence says nothing: it is not listed (rows of 0 % read as noise).
+MIN_SHOWN_CONFIDENCE = 0.05
 
 
 class PanicLookup:
@@ -35,7 +37,8 @@ class PanicLookup:
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
         if not self.catalog.releases:
-            return self.matcher.lookup(text, limit=limit)
+            result = self.matcher.lookup(text, limit=limit)
+            return dataclasses.replace(result, matches=_shown(result.matches))
         # A few more candidates than shown: the site of the pasted release may rank just below them.
         result = self.matcher.lookup(text, limit=limit + RELEASE_EXTRA_CANDIDATES)
         if not result.panics:
@@ -44,7 +47,7 @@ class PanicLookup:
         if hints:
             result = dataclasses.replace(result, version_hints=hints)
         result = self._by_release(result)
-        return dataclasses.replace(result, matches=result.matches[:limit])
+        return dataclasses.replace(result, matches=_shown(result.matches)[:limit])
 
     def _by_release(self, result: LookupResult) -> LookupResult:
         """What the release a paste reveals decides. Among the messages that match about as well, the one
@@ -86,6 +89,15 @@ class PanicLookup:
             return dataclasses.replace(result, matches=reordered, auto_reply=auto)
         if line is None:
             return result
+        known_ids = {m.record.id for m in matches}
+        extra = [
+            dataclasses.replace(m, panic_index=index)
+            for m in self._exact_sites(panic, hints)
+            if m.record.id not in known_ids
+        ]
+        if extra:
+            matches = [*matches, *extra]
+            facts += [self._release_facts(match, hints, panic, line) for match in extra]
         for position, match in enumerate(matches):
             if facts[position][:2] != (0, 0):
                 continue
@@ -109,10 +121,10 @@ class PanicLookup:
         sites = self.catalog.releases.sites_of(record.id)
         if not sites or record.repo is None:
             return (1, FAR)
-        release = self.catalog.releases.resolve(record.repo, sites[-1].crate, hints)
-        if release is None:
+        releases = self.catalog.releases.candidates(record.repo, sites[-1].crate, hints)
+        if not releases:
             return (1, FAR)
-        site = next((site for site in sites if site.release == release), None)
+        site = self.catalog.releases.site_in(record.id, releases)
         if site is None:
             return (2, FAR)
         if line is None or not self._same_file(match, panic):
@@ -124,8 +136,31 @@ class PanicLookup:
         sites = self.catalog.releases.sites_of(record.id)
         if not sites or record.repo is None:
             return None
-        release = self.catalog.releases.resolve(record.repo, sites[-1].crate, hints)
-        return next((site for site in sites if site.release == release), None) if release else None
+        releases = self.catalog.releases.candidates(record.repo, sites[-1].crate, hints)
+        return self.catalog.releases.site_in(record.id, releases)
+
+    def _exact_sites(self, panic: Panic, hints: list[VersionHint | CheckoutHint]) -> list[Match]:
+        """Records whose site, in the release the paste names, is at the pasted file and line."""
+        location = panic.location
+        if location is None or location.line is None:
+            return []
+        releases = self.catalog.releases
+        hint = hint_from_path(location.raw_path)
+        crate = hint.crate if isinstance(hint, VersionHint) else None
+        found = []
+        for record_id in releases.records_at(location.path, crate):
+            position = self._positions.get(record_id)
+            sites = releases.sites_of(record_id)
+            if position is None or not sites:
+                continue
+            record = self.matcher.records[position]
+            if record.repo is None:
+                continue
+            candidates = releases.candidates(record.repo, sites[-1].crate, hints)
+            site = releases.site_in(record_id, candidates)
+            if site is not None and site.line == location.line:
+                found.append(Match.for_record(record, position, panic_index=0))
+        return found
 
     @staticmethod
     def _same_file(match: Match, panic: Panic) -> bool:
@@ -175,9 +210,14 @@ class PanicLookup:
         pasted = panic.message if panic is not None and panic.kind != "query" else None
         record_id = chosen.record.id
         site = self.site(result, chosen)
+        echoes = tuple(result.panics[index].message for index in result.consequences)
         if site is None:
             return build_card(
-                chosen, pasted, self.dataset_version(record_id), under_review=record_id in self.under_review
+                chosen,
+                pasted,
+                self.dataset_version(record_id),
+                under_review=record_id in self.under_review,
+                consequences=echoes,
             )
         return build_card(
             chosen,
@@ -188,6 +228,7 @@ class PanicLookup:
             fires_when=site.fires_when or "",
             release_note=site.note,
             source_url=site.url or "",
+            consequences=echoes,
         )
 
 
@@ -240,6 +281,11 @@ class AnswerSite:
         }
 
 
+def _shown(matches: tuple[Match, ...]) -> tuple[Match, ...]:
+    """The matches worth a row: answers, and nearby records of at least MIN_SHOWN_CONFIDENCE."""
+    return tuple(m for m in matches if m.known or m.confidence >= MIN_SHOWN_CONFIDENCE)
+
+
 def _paste_hints(panic: Panic | None, declared: tuple[VersionHint, ...]) -> list[VersionHint | CheckoutHint]:
     """Versions the paste reveals, most telling first: the panic's own path, its frames, then declarations."""
     hints: list[VersionHint | CheckoutHint] = []
@@ -271,14 +317,15 @@ def answer_site(
     crate = (newest.crate if newest else None) or (crate_of(file, repo or "") if file else None)
     if newest is None or repo is None:
         return AnswerSite(repo, crate, None, None, file, record.lineNumber, None, record.githubUrl)
-    pasted: Release | None = releases.resolve(repo, crate, _paste_hints(panic, declared))
+    candidates = releases.candidates(repo, crate, _paste_hints(panic, declared))
+    pasted: Release | None = candidates[0] if candidates else None
     gone = releases.gone_since(record.id)
     gone_version = gone.crate_version(crate) or gone.name if gone else None
     chosen = newest
     in_pasted: bool | None = None
     note = ""
     if pasted is not None:
-        at = next((site for site in sites if site.release == pasted), None)
+        at = releases.site_in(record.id, candidates)
         in_pasted = at is not None
         if at is not None:
             chosen = at
@@ -326,6 +373,7 @@ def panic_json(panic: Panic) -> dict[str, Any]:
         "thread_id": panic.thread_id,
         "kind": panic.kind,
         "frames": len(panic.frames),
+        "follow_on": panic.follow_on,
     }
 
 
@@ -358,6 +406,9 @@ def result_json(result: LookupResult, site: AnswerSite | None = None) -> dict[st
     return {
         "status": result.status,
         "answer_panic": result.answer_panic,
+        "root_panic": result.root_panic,
+        "consequences": list(result.consequences),
+        "truncated": result.truncated,
         "auto_reply": result.auto_reply,
         "panics": [panic_json(panic) for panic in result.panics],
         "matches": [match_json(match) for match in result.matches],

@@ -32,6 +32,12 @@ def card_renderable(card: Card) -> RenderableType:
     def section(label: str, body: str) -> None:
         parts.append(Text.assemble("\n", (label, "bold cyan"), " ", body))
 
+    if card.where:
+        section("Where:", card.where)
+    if card.release_note:
+        section("Release:", card.release_note)
+    if card.fires_when:
+        section("Fires when:", card.fires_when)
     if card.cause:
         section("What it means:" if card.has_analysis else "Note:", card.cause)
     if card.when:
@@ -45,6 +51,9 @@ def card_renderable(card: Card) -> RenderableType:
     if card.prevention_tips:
         parts.append(Text("\nPrevention:", style="bold cyan"))
         parts.extend(Text(f" - {tip}") for tip in card.prevention_tips)
+    if card.consequences:
+        parts.append(Text("\nAlso in this paste, following from this panic:", style="bold cyan"))
+        parts.extend(Text(f" - {text}") for text in card.consequences)
     parts.append(Text("\n" + terminal_context_line(card), style="dim"))
     return Group(*parts)
 
