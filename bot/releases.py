@@ -23,7 +23,7 @@ _CHECKOUT = re.compile(
 )
 # A Cargo.lock entry: `name = "burn-core"` then `version = "0.16.0"`.
 _LOCK_ENTRY = re.compile(
-    r'name\s*=\s*"(?P<crate>[A-Za-z0-9_-]+)"\s*\n\s*version\s*=\s*"(?P<version>[^"\n]+)"'
+    r'name\s*=\s*"(?P<crate>[A-Za-z0-9_-]+)"[ \t\r]*\n[ \t]*version\s*=\s*"(?P<version>[^"\n]+)"'
 )
 # A Cargo.toml dependency: `burn = "0.16"`, `burn = { version = "0.16", features = [...] }`.
 _DEPENDENCY = re.compile(
@@ -40,7 +40,9 @@ def version_key(text: str) -> tuple[int, int, int, int, str]:
     if not match:
         return (-1, -1, -1, 0, text)
     major, minor, patch, pre = match.groups()
-    return (int(major), int(minor), int(patch or 0), 0 if pre else 1, pre or "")
+    # Numeric identifiers compare as numbers (pre.2 < pre.10): padded, they compare right as text.
+    pre = re.sub(r"\d+", lambda digits: digits.group().zfill(10), pre or "")
+    return (int(major), int(minor), int(patch or 0), 0 if pre else 1, pre)
 
 
 @dataclass(frozen=True)
@@ -263,6 +265,7 @@ class ReleaseTable:
             return []
         repo_name = repo.rsplit("/", 1)[-1].lower()
         repo_crates = {c for r in releases for c in r.crates}
+        spelled = {c.replace("_", "-"): c for c in repo_crates}  # Cargo: `serde_json` is `serde-json`
         for hint in hints:
             if isinstance(hint, CheckoutHint):
                 if hint.name == repo_name or hint.name in repo_crates:
@@ -270,7 +273,7 @@ class ReleaseTable:
                     if found:
                         return found
                 continue
-            named = hint.crate if hint.crate in repo_crates else None
+            named = spelled.get(hint.crate.replace("_", "-"))
             if named is None and hint.crate == repo_name:
                 named = crate if crate in repo_crates else repo_name
             if named is None:

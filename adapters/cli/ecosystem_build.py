@@ -131,7 +131,9 @@ def version_key(text: str) -> tuple[int, int, int, int, str]:
     if not match:
         return (-1, -1, -1, 0, text)
     major, minor, patch, pre = match.groups()
-    return (int(major), int(minor), int(patch or 0), 0 if pre else 1, pre or "")
+    # Numeric identifiers compare as numbers (pre.2 < pre.10): padded, they compare right as text.
+    pre = re.sub(r"\d+", lambda digits: digits.group().zfill(10), pre or "")
+    return (int(major), int(minor), int(patch or 0), 0 if pre else 1, pre)
 
 
 # ---- Crates and their versions ------------------------------------------------------------------------
