@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.harvest import (
     BACKGROUND_TAGS,
+    FunctionSpan,
     HarvestedSite,
     github_url,
     kind_tag,
@@ -49,6 +50,7 @@ class ReleaseHarvest:
     source: Source
     sites: Sequence[HarvestedSite]
     crates: Mapping[str, tuple[str, str]]  # file path -> (crate name, crate version)
+    functions: Mapping[str, Sequence[FunctionSpan]] = field(default_factory=dict)  # file path -> spans
 
 
 @dataclass
@@ -67,6 +69,7 @@ class EcosystemCatalog:
     records: list[Record]
     sites: list[dict[str, Any]]  # one row per record: its releases, grouped by identical sites
     releases: list[dict[str, Any]]  # every source with its crate versions, oldest first per repo
+    functions: list[dict[str, Any]] = field(default_factory=list)  # one row per file: spans per releases
 
 
 def _site_extra(site: HarvestedSite) -> dict[str, str]:
@@ -116,6 +119,7 @@ def build_ecosystem(harvests: Iterable[ReleaseHarvest], dataset_version: str) ->
             crate = harvest.crates.get(path)
             if crate is not None:
                 crate_of_key.setdefault(key, {})[source.ref] = crate
+    function_rows = _function_rows(ordered)
     records: list[Record] = []
     site_rows: list[dict[str, Any]] = []
     for key in sorted(found):
@@ -143,7 +147,24 @@ def build_ecosystem(harvests: Iterable[ReleaseHarvest], dataset_version: str) ->
             )
         )
         site_rows.append(_site_row(identifier, repo, path, found[key], crate_of_key.get(key, {})))
-    return EcosystemCatalog(records, site_rows, release_rows)
+    return EcosystemCatalog(records, site_rows, release_rows, function_rows)
+
+
+def _function_rows(harvests: Sequence[ReleaseHarvest]) -> list[dict[str, Any]]:
+    """One row per (repo, file): its function spans `[name, impl type, first line, last line]`, grouped by
+    the releases that share them (a file rarely changes between two releases)."""
+    per_file: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for harvest in harvests:
+        for path in sorted(harvest.functions):
+            spans = [[s.name, s.impl_type, s.start_line, s.end_line] for s in harvest.functions[path]]
+            fingerprint = json.dumps(spans)
+            groups = per_file.setdefault((harvest.source.repo, normalise_path(path)), {})
+            group = groups.setdefault(fingerprint, {"refs": [], "spans": spans})
+            group["refs"].append(harvest.source.ref)
+    return [
+        {"repo": repo, "filePath": path, "versions": list(per_file[(repo, path)].values())}
+        for repo, path in sorted(per_file)
+    ]
 
 
 def _site_row(

@@ -19,9 +19,10 @@ from bot.releases import ReleaseTable
 SUPPORTED_SCHEMA_VERSIONS = frozenset({2})
 CATALOG_SUFFIXES = (".jsonl", ".json", ".txt", ".ndjson")
 COMPRESSED_SUFFIX = ".gz"
-# Side tables beside a catalog file `X.jsonl`: `X.sites.jsonl` (the releases, lines and functions of each
-# record's site) and `X.releases.jsonl` (each harvested release and its crate versions); gzipped or not.
-SIDE_TABLES = (".sites", ".releases")
+# Side tables beside a catalog file `X.jsonl`: `X.releases.jsonl` (each harvested release and its crate
+# versions), `X.sites.jsonl` (the releases, lines and functions of each record's site) and
+# `X.functions.jsonl` (every function's lines per file per release); gzipped or not.
+SIDE_TABLES = (".releases", ".sites", ".functions")
 DEFAULT_CATALOG_NAME = "embedded default data set"
 # The word that names the embedded catalog among catalog paths: `PANICBOT_CATALOG=default:/mine.jsonl`.
 DEFAULT_CATALOG_WORD = "default"
@@ -276,11 +277,7 @@ def catalog_files(path: Path) -> list[Path]:
 def side_table_names(catalog_name: str) -> list[tuple[str, str]]:
     """(kind, file name) of the side tables a catalog file may have beside it, releases first."""
     stem = Path(_base_name(catalog_name)).stem
-    return [
-        (kind, f"{stem}{kind}.jsonl{gz}")
-        for kind in (".releases", ".sites")
-        for gz in ("", COMPRESSED_SUFFIX)
-    ]
+    return [(kind, f"{stem}{kind}.jsonl{gz}") for kind in SIDE_TABLES for gz in ("", COMPRESSED_SUFFIX)]
 
 
 def decode_catalog_bytes(data: bytes, source: str) -> tuple[str, CatalogProblem | None]:
@@ -302,7 +299,11 @@ def decode_catalog_bytes(data: bytes, source: str) -> tuple[str, CatalogProblem 
 
 
 def parse_side_table(text: str, kind: str, source: str, catalog: Catalog) -> None:
-    """Add a side table's rows to the catalog's release table; a bad row is reported and skipped."""
+    """Add a side table's rows to the catalog's release table; a bad row is reported and skipped. A
+    function table is kept as text until a line is named (most lookups never need it)."""
+    if kind == ".functions":
+        catalog.releases.add_function_text(text)
+        return
     rows: list[dict[str, Any]] = []
     for line, value in _json_values(text):
         if isinstance(value, dict):

@@ -6,6 +6,7 @@ Text and rows in, answers out: the catalog loader hands over the side-table rows
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -121,6 +122,20 @@ class Release:
         return self.ref if self.is_tag else self.sha[:10]
 
 
+@dataclass(frozen=True, order=True)
+class FunctionRange:
+    """A function's lines in one file of one release (1-based, inclusive); ordered by first line."""
+
+    start_line: int
+    end_line: int
+    name: str = field(compare=False)
+    impl_type: str | None = field(compare=False, default=None)
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.impl_type}::{self.name}" if self.impl_type else self.name
+
+
 @dataclass(frozen=True)
 class Site:
     """A record's site in one release."""
@@ -149,6 +164,8 @@ class ReleaseTable:
     sites: dict[str, list[Site]] = field(default_factory=dict)  # record id -> sites, oldest release first
     paths: dict[str, str] = field(default_factory=dict)  # record id -> file path (side tables say it)
     by_path: dict[str, list[str]] = field(default_factory=dict)  # file path -> record ids
+    function_texts: list[str] = field(default_factory=list)  # function tables, parsed on first use
+    _functions: dict[str, list[tuple[str, frozenset[str], list[FunctionRange]]]] | None = None
     repos_by_crate: dict[str, set[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -223,14 +240,61 @@ class ReleaseTable:
     def records_at(self, path: str, crate: str | None = None) -> list[str]:
         """Records of a pasted repository path (`crates/wgpu-core/src/x.rs` is `wgpu-core/src/x.rs` in its
         repository; a root crate's `crates/ndarray/src/x.rs` is `src/x.rs`)."""
-        found = list(self.by_path.get(path, ()))
-        if path.startswith("crates/"):
-            inner = path.removeprefix("crates/")
-            found += self.by_path.get(inner, ())
-            head, _, rest = inner.partition("/")
-            if rest and (crate is None or head == crate):
-                found += self.by_path.get(rest, ())
+        return [record_id for form in _path_forms(path, crate) for record_id in self.by_path.get(form, ())]
+
+    def add_function_text(self, text: str) -> None:
+        """A function table (`X.functions.jsonl`): kept as text, parsed the first time a line is named."""
+        self.function_texts.append(text)
+        self._functions = None
+
+    def _function_index(self) -> dict[str, list[tuple[str, frozenset[str], list[FunctionRange]]]]:
+        """file path -> (repo, the refs that share them, spans sorted by first line) per version."""
+        if self._functions is None:
+            index: dict[str, list[tuple[str, frozenset[str], list[FunctionRange]]]] = {}
+            for text in self.function_texts:
+                for line in text.split("\n"):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                        versions = [
+                            (
+                                frozenset(str(ref) for ref in version["refs"]),
+                                sorted(
+                                    FunctionRange(int(s[2]), int(s[3]), str(s[0]), s[1])
+                                    for s in version["spans"]
+                                ),
+                            )
+                            for version in row["versions"]
+                        ]
+                        entry = index.setdefault(str(row["filePath"]), [])
+                        entry.extend((str(row["repo"]), refs, spans) for refs, spans in versions)
+                    except (ValueError, KeyError, TypeError, IndexError):
+                        continue  # a bad row names no function; the rest still do
+            self._functions = index
+        return self._functions
+
+    def function_files(self, path: str, crate: str | None = None) -> list[tuple[str, str]]:
+        """(repo, repository path) of the harvested files a pasted path can be (see `records_at`)."""
+        index = self._function_index()
+        found: list[tuple[str, str]] = []
+        for candidate in _path_forms(path, crate):
+            for repo, _, _ in index.get(candidate, ()):
+                if (repo, candidate) not in found:
+                    found.append((repo, candidate))
         return found
+
+    def function_at(
+        self, repo: str, path: str, releases: Sequence[Release], line: int
+    ) -> FunctionRange | None:
+        """The innermost function holding `line` of `path` in the first of `releases` that has the file."""
+        versions = [v for v in self._function_index().get(path, ()) if v[0] == repo]
+        for release in releases:
+            for _, refs, spans in versions:
+                if release.ref in refs:
+                    holding = [span for span in spans if span.start_line <= line <= span.end_line]
+                    return max(holding, key=lambda span: span.start_line) if holding else None
+        return None
 
     def sites_of(self, record_id: str) -> Sequence[Site]:
         return self.sites.get(record_id, ())
@@ -291,6 +355,19 @@ class ReleaseTable:
                 if site.release == release:
                     return site
         return None
+
+
+def _path_forms(path: str, crate: str | None) -> list[str]:
+    """The repository paths a canonical pasted path can be: itself, without `crates/` (a repository whose
+    crates sit at its root), and without `crates/<crate>/` (a repository that is one crate)."""
+    forms = [path]
+    if path.startswith("crates/"):
+        inner = path.removeprefix("crates/")
+        forms.append(inner)
+        head, _, rest = inner.partition("/")
+        if rest and (crate is None or head == crate):
+            forms.append(rest)
+    return forms
 
 
 def _releases_for_version(releases: Sequence[Release], crate: str, hint: VersionHint) -> list[Release]:

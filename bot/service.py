@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from bot.card import Card, build_card
@@ -21,6 +22,9 @@ SITE_CONFIDENCE = 0.7
 CONTENDER_MARGIN = 0.1
 FAR = 1 << 30
 RELEASE_EXTRA_CANDIDATES = 5
+RUNTIME_TAG = "rust-runtime-panic"
+# Runtime records whose advice does not depend on what failed: never posted unasked.
+GENERIC_RUNTIME_CLASSES = frozenset({None, "Result", "Option"})
 # A nearby record under this confidence says nothing: it is not listed (rows of 0 % read as noise).
 MIN_SHOWN_CONFIDENCE = 0.05
 
@@ -38,6 +42,8 @@ class PanicLookup:
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
         if not self.catalog.releases:
             result = self.matcher.lookup(text, limit=limit)
+            if result.auto_reply and result.best is not None and is_runtime(result.best.record):
+                result = dataclasses.replace(result, auto_reply=False)  # no harvested site to name
             return dataclasses.replace(result, matches=_shown(result.matches))
         # A few more candidates than shown: the site of the pasted release may rank just below them.
         result = self.matcher.lookup(text, limit=limit + RELEASE_EXTRA_CANDIDATES)
@@ -47,7 +53,23 @@ class PanicLookup:
         if hints:
             result = dataclasses.replace(result, version_hints=hints)
         result = self._by_release(result)
+        if result.auto_reply and result.best is not None and is_runtime(result.best.record):
+            result = dataclasses.replace(result, auto_reply=self._runtime_may_auto_reply(result))
         return dataclasses.replace(result, matches=_shown(result.matches)[:limit])
+
+    def _runtime_may_auto_reply(self, result: LookupResult) -> bool:
+        """A runtime panic's card is posted unasked only when it is specific to what happened: a record
+        refined by the error's type (not a bare unwrap, not an echo of another panic), raised at a site
+        the harvested sources name (file and function of a known release)."""
+        best = result.best
+        if best is None:
+            return False
+        record = best.record
+        extra = record.model_extra or {}
+        if extra.get("followOn") or record.errorClass in GENERIC_RUNTIME_CLASSES:
+            return False
+        site = self.site(result, best)
+        return site is not None and site.repo is not None and site.function is not None
 
     def _by_release(self, result: LookupResult) -> LookupResult:
         """What the release a paste reveals decides. Among the messages that match about as well, the one
@@ -67,6 +89,8 @@ class PanicLookup:
         line = panic.location.line if panic.location is not None else None
         facts = [self._release_facts(match, hints, panic, line) for match in matches]
         top = matches[0]
+        if top.known and not top.record.filePath and _full_pattern_match(top):
+            return result  # std's own message, matched whole: the site cannot be a literal panic of a crate
         if top.known and top.record.filePath:
             contenders = [
                 position
@@ -179,8 +203,15 @@ class PanicLookup:
         has the site): repo, crate, version, file, line, function, and a link at that release."""
         chosen = match or result.best
         if chosen is None:
-            return None
+            # No record: still where the panic was raised, when the paste says it.
+            index = result.answer_panic if result.answer_panic is not None else result.root_panic
+            if index is None or index >= len(result.panics):
+                return None
+            return pasted_site(self.catalog.releases, result.panics[index], result.version_hints)
         panic = result.panics[chosen.panic_index] if chosen.panic_index < len(result.panics) else None
+        if chosen.record.filePath is None and panic is not None:
+            # A runtime panic's record names no file: the site is where the paste says it was raised.
+            return pasted_site(self.catalog.releases, panic, result.version_hints)
         return answer_site(self.catalog.releases, chosen.record, panic, result.version_hints)
 
     def dataset_version(self, record_id: str) -> str | None:
@@ -281,6 +312,15 @@ class AnswerSite:
         }
 
 
+def _full_pattern_match(match: Match) -> bool:
+    return any(r.signal == "pattern" and r.detail.startswith("full") for r in match.reasons)
+
+
+def is_runtime(record: Record) -> bool:
+    """A Rust runtime panic's record (std's own message, or an error type unwrapped): it names no file."""
+    return bool((record.model_extra or {}).get("runtime")) or record.backgroundTag == RUNTIME_TAG
+
+
 def _shown(matches: tuple[Match, ...]) -> tuple[Match, ...]:
     """The matches worth a row: answers, and nearby records of at least MIN_SHOWN_CONFIDENCE."""
     return tuple(m for m in matches if m.known or m.confidence >= MIN_SHOWN_CONFIDENCE)
@@ -304,6 +344,77 @@ def _function_name(site: Site) -> str | None:
     if not site.function:
         return None
     return f"{site.impl_type}::{site.function}" if site.impl_type else site.function
+
+
+def _frame_function(panic: Panic) -> str | None:
+    """The function a backtrace names at the panic's own location (its hash suffix dropped)."""
+    if panic.location is None:
+        return None
+    for frame in panic.frames:
+        if frame.location is not None and frame.location.path == panic.location.path:
+            symbol = re.sub(r"::h[0-9a-f]{16}$", "", frame.symbol)
+            return (
+                symbol.rsplit("::", 2)[-2] + "::" + symbol.rsplit("::", 1)[-1] if "::" in symbol else symbol
+            )
+    return None
+
+
+def pasted_site(
+    releases: ReleaseTable, panic: Panic, declared: tuple[VersionHint, ...] = ()
+) -> AnswerSite | None:
+    """Where a paste says a panic was raised, named from the harvested sources: the repository and release
+    its path and versions reveal, the enclosing function at that release, a link to the line there. A path
+    outside every harvested file (the user's own code) is still given, with what the paste says."""
+    location = panic.location
+    if location is None:
+        return None
+    hint = hint_from_path(location.raw_path)
+    crate = hint.crate if isinstance(hint, VersionHint) else None
+    version = hint.version if isinstance(hint, VersionHint) else None
+    hints = _paste_hints(panic, declared)
+    for repo, path in releases.function_files(location.path, crate):
+        candidates = releases.candidates(repo, crate, hints)
+        pasted = bool(candidates)
+        if not candidates:
+            candidates = list(reversed(releases.releases.get(repo, [])))  # newest first
+        line = location.line or 0
+        function = releases.function_at(repo, path, candidates, line) if line else None
+        release = (
+            next(
+                (r for r in candidates if releases.function_at(repo, path, [r], line) is not None),
+                candidates[0],
+            )
+            if candidates
+            else None
+        )
+        if release is None:
+            continue
+        crate_name = crate or crate_of(path, repo)
+        crate_version = release.crate_version(crate_name) or version
+        ref = release.ref if release.is_tag else release.sha
+        note = "" if pasted else f"The paste names no release: the lines are those of {release.name}."
+        return AnswerSite(
+            repo=repo,
+            crate=crate_name,
+            version=crate_version,
+            release=release.name,
+            file=path,
+            line=location.line,
+            function=function.qualified if function else _frame_function(panic),
+            url=github_url(repo, ref, path, location.line) if location.line else None,
+            in_pasted_release=True if pasted and function is not None else None,
+            note=note,
+        )
+    return AnswerSite(
+        repo=None,
+        crate=crate,
+        version=version,
+        release=None,
+        file=location.path,
+        line=location.line,
+        function=_frame_function(panic),
+        url=None,
+    )
 
 
 def answer_site(

@@ -25,7 +25,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from adapters.cli.dataset_tools import record_line
 from bot.ecosystem import ReleaseHarvest, Source, build_ecosystem, dumps_line
-from bot.harvest import HarvestedSite, harvest_file, is_skipped_path, normalise_path
+from bot.harvest import (
+    FileHarvest,
+    FunctionSpan,
+    HarvestedSite,
+    harvest_tree,
+    is_skipped_path,
+    normalise_path,
+)
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 SOURCES_FILE = Path(__file__).resolve().parents[2] / "bot" / "data" / "ecosystem-sources.toml"
@@ -183,7 +190,7 @@ class HarvestCache:
     """A file's harvest depends on its path and content only: a blob unchanged between releases is parsed
     once (most are)."""
 
-    found: dict[tuple[str, str], tuple[list[HarvestedSite], list[str]]]
+    found: dict[tuple[str, str], FileHarvest]
     parsed: int = 0
     reused: int = 0
 
@@ -191,7 +198,7 @@ class HarvestCache:
 def harvest_release(repository: GitRepository, source: Source, cache: HarvestCache) -> ReleaseHarvest:
     paths = source.paths or (".",)
     crates = crate_versions(repository, source.sha)
-    harvested: list[tuple[str, list[HarvestedSite]]] = []
+    harvested: list[tuple[str, FileHarvest]] = []
     test_paths: set[str] = set()
     for path, blob in repository.files(source.sha, paths):
         if (
@@ -204,25 +211,27 @@ def harvest_release(repository: GitRepository, source: Source, cache: HarvestCac
         result = cache.found.get(key)
         if result is None:
             text = repository.read(blob).decode("utf-8", errors="replace")
-            result = harvest_file(text, path, repo=source.repo, sha="")
+            result = harvest_tree(text, path, repo=source.repo, sha="")
             cache.found[key] = result
             cache.parsed += 1
         else:
             cache.reused += 1
-        sites, test_modules = result
-        test_paths.update(test_modules)
-        harvested.append((path, sites))
+        test_paths.update(result.test_modules)
+        harvested.append((path, result))
     kept: list[HarvestedSite] = []
     files: dict[str, tuple[str, str]] = {}
-    for path, sites in harvested:
+    functions: dict[str, tuple[FunctionSpan, ...]] = {}
+    for path, harvest in harvested:
         normalised = normalise_path(path)
         if normalised in test_paths or any(normalised.startswith(p) for p in test_paths if p.endswith("/")):
             continue  # a `#[cfg(test)] mod NAME;` file, or one below it
         crate = crate_of_file(normalised, crates)
         if crate is not None:
             files[normalised] = crate
-        kept.extend(sites)
-    return ReleaseHarvest(source, kept, files)
+        kept.extend(harvest.sites)
+        if harvest.functions:
+            functions[normalised] = tuple(harvest.functions)
+    return ReleaseHarvest(source, kept, files, functions)
 
 
 # ---- The sources file ---------------------------------------------------------------------------------
@@ -408,7 +417,8 @@ def build(
     sources: Sequence[Source], repositories: Mapping[str, GitRepository], out_dir: Path
 ) -> dict[str, int]:
     """Harvest every source and write `<out_dir>/ecosystem.jsonl.gz` (records), `ecosystem.sites.jsonl.gz`
-    (the releases of each) and `ecosystem.releases.jsonl.gz` (each release and its crate versions)."""
+    (the releases of each), `ecosystem.releases.jsonl.gz` (each release and its crate versions) and
+    `ecosystem.functions.jsonl.gz` (every function's lines per file per release, to name any pasted line)."""
     cache = HarvestCache({})
     harvests: list[ReleaseHarvest] = []
     with Progress(
@@ -432,6 +442,7 @@ def build(
     )
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.sites.jsonl.gz", [dumps_line(row) for row in catalog.sites])
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.releases.jsonl.gz", [dumps_line(row) for row in catalog.releases])
+    _gzip_lines(out_dir / f"{OUTPUT_STEM}.functions.jsonl.gz", [dumps_line(row) for row in catalog.functions])
     return {
         "sources": len(sources),
         "records": len(catalog.records),
