@@ -1,0 +1,491 @@
+"""`panicbot catalog ecosystem sources|build` on a tiny real git repository: crate versions from the
+manifests, test code and excluded folders skipped, deterministic gzip output that the catalog loader and the
+release-aware lookup read back."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.cli import ecosystem_build
+from adapters.cli.ecosystem_build import (
+    GitRepository,
+    build,
+    crate_versions,
+    harvest_release,
+    read_sources,
+    resolve_sources,
+    run_build,
+    write_sources,
+)
+from adapters.cli.main import main
+from bot.ecosystem import Source
+from bot.records import Catalog, load_catalog
+from bot.service import PanicLookup, result_json
+
+REPO = "acme/widgets"
+OUTPUTS = ("ecosystem.jsonl.gz", "ecosystem.sites.jsonl.gz", "ecosystem.releases.jsonl.gz")
+INDEX = "index.crates.io-1949cf8c6b5b557f"
+NOTE = "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
+
+OUT_OF_RANGE = "index {} out of range for length {}"
+OLD_SHAPE = "Tensor shape mismatch"
+NEW_SHAPE = "Tensor shapes do not match: {:?} vs {:?}"
+MODEL_FILE = "could not read the model file"
+
+# ---- a tiny repository -----------------------------------------------------------------------------------
+
+
+def git_env(home: Path) -> dict[str, str]:
+    """No user or system configuration, fixed names: the same files and dates give the same commits."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        HOME=str(home),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_AUTHOR_NAME="Test Author",
+        GIT_AUTHOR_EMAIL="author@example.com",
+        GIT_COMMITTER_NAME="Test Committer",
+        GIT_COMMITTER_EMAIL="committer@example.com",
+    )
+    return env
+
+
+@dataclass
+class TinyRepo:
+    root: Path
+    env: dict[str, str]
+
+    @property
+    def git_dir(self) -> Path:
+        return self.root / ".git"
+
+    def git(self, *args: str, date: str = "2024-01-01T00:00:00+00:00") -> str:
+        env = {**self.env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        done = subprocess.run(
+            ["git", *args], cwd=self.root, env=env, capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip()
+
+    def write(self, files: Mapping[str, str | None]) -> None:
+        for path, text in files.items():
+            target = self.root / path
+            if text is None:
+                target.unlink()
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+
+    def commit(self, message: str, date: str, files: Mapping[str, str | None], tag: str | None = None) -> str:
+        self.write(files)
+        self.git("add", "-A", date=date)
+        self.git("commit", "-q", "-m", message, date=date)
+        if tag:
+            self.git("tag", tag, date=date)
+        return self.git("rev-parse", "HEAD")
+
+
+def new_repo(path: Path, home: Path) -> TinyRepo:
+    path.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)
+    repo = TinyRepo(path, git_env(home))
+    repo.git("init", "-q")
+    repo.git("symbolic-ref", "HEAD", "refs/heads/main")
+    return repo
+
+
+def workspace_manifest(version: str) -> str:
+    return (
+        '[workspace]\nmembers = ["crates/*"]\nresolver = "2"\n\n'
+        f'[workspace.package]\nversion = "{version}"\nedition = "2021"\n'
+    )
+
+
+MYCRATE_MANIFEST = (
+    '[package]\nname = "mycrate"\nversion.workspace = true\nedition.workspace = true\n\n[dependencies]\n'
+)
+
+
+def othercrate_manifest(version: str) -> str:
+    return f'[package]\nname = "othercrate"\nversion = "{version}"\nedition = "2021"\n'
+
+
+def lib_rs(prelude_lines: int, shape_arguments: str) -> str:
+    """mycrate's lib.rs: `prelude_lines` lines before `checked` (its panic moves with them)."""
+    prelude = "".join(f"// line {n}\n" for n in range(prelude_lines))
+    return (
+        prelude
+        + "pub fn checked(index: usize, len: usize) -> usize {\n"
+        + "    if index >= len {\n"
+        + '        panic!("index {} out of range for length {}", index, len);\n'
+        + "    }\n"
+        + "    index\n"
+        + "}\n"
+        + "\n"
+        + "pub fn same_shape(a: &[usize], b: &[usize]) {\n"
+        + f"    assert_eq!(a, b, {shape_arguments});\n"
+        + "}\n"
+        + "\n"
+        + "#[cfg(test)]\n"
+        + "mod tests;\n"
+        + "\n"
+        + "#[cfg(test)]\n"
+        + "mod inline_tests {\n"
+        + "    #[test]\n"
+        + "    fn inline() {\n"
+        + '        panic!("inline test module panic");\n'
+        + "    }\n"
+        + "}\n"
+    )
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.split("\n"), start=1) if needle in line)
+
+
+V1_LIB = lib_rs(0, f'"{OLD_SHAPE}"')
+V2_LIB = lib_rs(4, f'"{NEW_SHAPE}", a, b')
+V1_LINE = line_of(V1_LIB, "out of range")
+V2_LINE = line_of(V2_LIB, "out of range")
+
+FIRST_RELEASE = {
+    "Cargo.toml": workspace_manifest("0.1.0"),
+    "crates/mycrate/Cargo.toml": MYCRATE_MANIFEST,
+    "crates/mycrate/src/lib.rs": V1_LIB,
+    "crates/mycrate/src/tests.rs": 'fn helper() {\n    panic!("out-of-line test module panic");\n}\n',
+    "crates/mycrate/tests/integration.rs": 'fn t() {\n    panic!("integration test panic");\n}\n',
+    "crates/othercrate/Cargo.toml": othercrate_manifest("2.0.0"),
+    "crates/othercrate/src/lib.rs": (
+        "pub fn load(path: &str) -> String {\n"
+        f'    std::fs::read_to_string(path).expect("{MODEL_FILE}")\n'
+        "}\n"
+    ),
+    "crates/model-checks/Cargo.toml": '[package]\nname = "model-checks"\nversion = "0.0.0"\n',
+    "crates/model-checks/src/main.rs": 'fn main() {\n    panic!("model check failed");\n}\n',
+}
+SECOND_RELEASE: dict[str, str | None] = {
+    "Cargo.toml": workspace_manifest("0.2.0"),
+    "crates/mycrate/src/lib.rs": V2_LIB,
+    "crates/othercrate/Cargo.toml": othercrate_manifest("2.1.0"),
+}
+SKIPPED_MESSAGES = {
+    "out-of-line test module panic",
+    "integration test panic",
+    "inline test module panic",
+    "model check failed",
+}
+
+
+@dataclass
+class Built:
+    repo: TinyRepo
+    sources: list[Source]
+    sources_file: Path
+    out: Path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """Two tagged releases, their sources file, and the catalog built from them (once for the module)."""
+    base = tmp_path_factory.mktemp("ecosystem")
+    repo = new_repo(base / "widgets", base / "home")
+    repo.commit("first", "2024-01-01T10:00:00+00:00", FIRST_RELEASE, tag="v0.1.0")
+    repo.commit("second", "2024-06-01T10:00:00+00:00", SECOND_RELEASE, tag="v0.2.0")
+    repository = GitRepository(repo.git_dir)
+    try:
+        sources = [Source(REPO, tag, *repository.commit(tag), ("crates",)) for tag in ("v0.1.0", "v0.2.0")]
+    finally:
+        repository.close()
+    sources_file = base / "sources.toml"
+    write_sources(sources_file, sources, [])
+    out = base / "out"
+    assert run_build(sources_file, out, None, [f"{REPO}={repo.git_dir}"]) == 0
+    return Built(repo, sources, sources_file, out)
+
+
+def read_jsonl_gz(path: Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+# ---- git objects, crates and the harvest of one release ---------------------------------------------
+
+
+def test_release_commits_and_their_utc_dates(built: Built) -> None:
+    v1, v2 = built.sources
+    assert (v1.ref, v1.date) == ("v0.1.0", "2024-01-01T10:00:00.000Z")
+    assert (v2.ref, v2.date) == ("v0.2.0", "2024-06-01T10:00:00.000Z")
+    assert len(v1.sha) == 40 and v1.sha != v2.sha
+
+
+def test_crate_versions_read_the_workspace_version(built: Built) -> None:
+    repository = GitRepository(built.repo.git_dir)
+    try:
+        v1, v2 = (crate_versions(repository, source.sha) for source in built.sources)
+    finally:
+        repository.close()
+    assert v1["crates/mycrate"] == ("mycrate", "0.1.0")
+    assert v1["crates/othercrate"] == ("othercrate", "2.0.0")
+    assert v2["crates/mycrate"] == ("mycrate", "0.2.0")
+    assert v2["crates/othercrate"] == ("othercrate", "2.1.0")
+    assert "" not in v1  # the root manifest is a workspace, not a package
+
+
+def test_harvest_skips_test_code_and_excluded_folders_and_reuses_unchanged_blobs(built: Built) -> None:
+    repository = GitRepository(built.repo.git_dir)
+    cache = ecosystem_build.HarvestCache({})
+    try:
+        first, second = (harvest_release(repository, source, cache) for source in built.sources)
+    finally:
+        repository.close()
+    assert {(s.file_path, s.message) for s in first.sites} == {
+        ("crates/mycrate/src/lib.rs", OUT_OF_RANGE),
+        ("crates/mycrate/src/lib.rs", OLD_SHAPE),
+        ("crates/othercrate/src/lib.rs", MODEL_FILE),
+    }
+    assert {s.message for s in second.sites} == {OUT_OF_RANGE, NEW_SHAPE, MODEL_FILE}
+    assert first.crates["crates/mycrate/src/lib.rs"] == ("mycrate", "0.1.0")
+    assert second.crates["crates/othercrate/src/lib.rs"] == ("othercrate", "2.1.0")
+    assert not any(path.startswith("crates/model-checks") for path in first.crates)
+    # three files per release (integration tests and model checks never read); mycrate's tests.rs and
+    # othercrate's lib.rs did not change, so the second release parses only mycrate's lib.rs
+    assert (cache.parsed, cache.reused) == (4, 2)
+    assert len(cache.found) == 4
+
+
+# ---- the sources file ----------------------------------------------------------------------------------
+
+
+def test_sources_file_round_trip(tmp_path: Path) -> None:
+    sources = [
+        Source(REPO, "v0.1.0", "a" * 40, "2024-01-01T10:00:00.000Z", ("crates",)),
+        Source("gfx-rs/wgpu", "b" * 40, "b" * 40, "2024-02-01T10:00:00.000Z", ("wgpu", "wgpu-core")),
+        Source('odd/"quoted"\\name', "v1", "c" * 40, "2024-03-01T10:00:00.000Z", ()),
+    ]
+    missing = [{"repo": "rust-ndarray/ndarray", "version": "0.15", "reason": "not in the local history"}]
+    path = tmp_path / "sources.toml"
+    write_sources(path, sources, missing)
+    assert read_sources(path) == (sources, missing)
+    first = path.read_bytes()
+    write_sources(path, *read_sources(path))
+    assert path.read_bytes() == first
+
+
+# ---- build ---------------------------------------------------------------------------------------------
+
+
+def test_two_builds_give_identical_bytes(built: Built, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    assert run_build(built.sources_file, again, None, [f"{REPO}={built.repo.git_dir}"]) == 0
+    names = sorted(p.name for p in built.out.iterdir())
+    assert set(OUTPUTS) <= set(names)
+    assert sorted(p.name for p in again.iterdir()) == names  # no temporary file left behind
+    for name in names:
+        assert (again / name).read_bytes() == (built.out / name).read_bytes(), name
+    # no file name or time inside the gzip header
+    header = (built.out / OUTPUTS[0]).read_bytes()[:10]
+    assert header[3] & 0x08 == 0  # FNAME
+    assert header[4:8] == b"\0\0\0\0"  # MTIME
+
+
+def test_build_into_a_folder_directly(built: Built, tmp_path: Path) -> None:
+    repository = GitRepository(built.repo.git_dir)
+    try:
+        counts = build(built.sources, {REPO: repository}, tmp_path / "direct")
+    finally:
+        repository.close()
+    assert counts["sources"] == 2
+    assert counts["records"] == 4
+    assert (tmp_path / "direct" / OUTPUTS[0]).read_bytes() == (built.out / OUTPUTS[0]).read_bytes()
+
+
+def test_the_built_files_hold_records_sites_and_releases(built: Built) -> None:
+    records = [line["record"] for line in read_jsonl_gz(built.out / OUTPUTS[0])]
+    by_message = {r["errorMessage"]: r for r in records}
+    assert set(by_message) == {OUT_OF_RANGE, OLD_SHAPE, NEW_SHAPE, MODEL_FILE}
+    assert not SKIPPED_MESSAGES & set(by_message)
+    newest = by_message[OUT_OF_RANGE]
+    assert newest["lineNumber"] == V2_LINE
+    assert newest["githubUrl"] == (
+        f"https://github.com/{REPO}/blob/v0.2.0/crates/mycrate/src/lib.rs#L{V2_LINE}"
+    )
+    assert by_message[OLD_SHAPE]["githubUrl"].startswith(f"https://github.com/{REPO}/blob/v0.1.0/")
+    releases = read_jsonl_gz(built.out / OUTPUTS[2])
+    assert [(r["ref"], r["crates"]) for r in releases] == [
+        ("v0.1.0", {"mycrate": "0.1.0", "othercrate": "2.0.0"}),
+        ("v0.2.0", {"mycrate": "0.2.0", "othercrate": "2.1.0"}),
+    ]
+    sites = {row["id"]: row for row in read_jsonl_gz(built.out / OUTPUTS[1])}
+    row = sites[newest["id"]]
+    assert [(g["refs"], g["crate"], g["sites"][0]["line"]) for g in row["releases"]] == [
+        (["v0.1.0"], "mycrate", V1_LINE),
+        (["v0.2.0"], "mycrate", V2_LINE),
+    ]
+
+
+# ---- loaded back: the catalog and the release-aware lookup --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def catalog(built: Built) -> Catalog:
+    catalog = load_catalog([built.out / OUTPUTS[0]])
+    assert catalog.errors == []
+    return catalog
+
+
+def test_the_catalog_loads_with_its_side_tables(catalog: Catalog) -> None:
+    assert len(catalog.records) == 4
+    table = catalog.releases
+    assert [r.ref for r in table.releases[REPO]] == ["v0.1.0", "v0.2.0"]
+    assert [r.crates for r in table.releases[REPO]] == [
+        {"mycrate": "0.1.0", "othercrate": "2.0.0"},
+        {"mycrate": "0.2.0", "othercrate": "2.1.0"},
+    ]
+    by_message = {r.errorMessage: r.id for r in catalog.records}
+    moved = table.sites_of(by_message[OUT_OF_RANGE])
+    assert [(s.release.ref, s.version, s.line, s.function) for s in moved] == [
+        ("v0.1.0", "0.1.0", V1_LINE, "checked"),
+        ("v0.2.0", "0.2.0", V2_LINE, "checked"),
+    ]
+    assert [s.release.ref for s in table.sites_of(by_message[OLD_SHAPE])] == ["v0.1.0"]
+    gone = table.gone_since(by_message[OLD_SHAPE])
+    assert gone is not None and gone.ref == "v0.2.0"
+    assert [s.version for s in table.sites_of(by_message[MODEL_FILE])] == ["2.0.0", "2.1.0"]
+
+
+def registry_paste(crate: str, version: str, line: int, message: str) -> str:
+    path = f"/home/ana/.cargo/registry/src/{INDEX}/{crate}-{version}/src/lib.rs:{line}:9"
+    return f"thread 'main' panicked at {path}:\n{message}\n{NOTE}"
+
+
+def test_a_registry_path_of_the_first_release_answers_with_its_site(catalog: Catalog) -> None:
+    lookup = PanicLookup(catalog)
+    paste = registry_paste("mycrate", "0.1.0", V1_LINE, "index 7 out of range for length 3")
+    result = lookup.lookup(paste)
+    assert result.status == "matched"
+    assert result.best is not None and result.best.record.errorMessage == OUT_OF_RANGE
+    site = result_json(result, lookup.site(result))["site"]
+    assert site["version"] == "0.1.0"
+    assert site["release"] == "v0.1.0"
+    assert site["crate"] == "mycrate"
+    assert site["line"] == V1_LINE
+    assert site["in_pasted_release"] is True
+    assert site["url"] == f"https://github.com/{REPO}/blob/v0.1.0/crates/mycrate/src/lib.rs#L{V1_LINE}"
+    assert site["gone_since"] is None
+
+
+def test_a_registry_path_of_the_second_release_answers_with_its_line(catalog: Catalog) -> None:
+    lookup = PanicLookup(catalog)
+    result = lookup.lookup(registry_paste("mycrate", "0.2.0", V2_LINE, "index 9 out of range for length 1"))
+    site = lookup.site(result)
+    assert site is not None
+    assert (site.version, site.release, site.line) == ("0.2.0", "v0.2.0", V2_LINE)
+
+
+def test_a_message_reworded_since_says_since_when(catalog: Catalog) -> None:
+    lookup = PanicLookup(catalog)
+    line = line_of(V1_LIB, "assert_eq!")
+    message = f"assertion `left == right` failed: {OLD_SHAPE}\n  left: [2, 3]\n right: [3, 2]"
+    result = lookup.lookup(registry_paste("mycrate", "0.1.0", line, message))
+    assert result.best is not None and result.best.record.errorMessage == OLD_SHAPE
+    site = lookup.site(result)
+    assert site is not None
+    assert site.version == "0.1.0" and site.in_pasted_release is True
+    assert site.gone_since == "0.2.0"
+    assert "No longer raised since mycrate 0.2.0" in site.note
+    card = lookup.card(result)
+    assert card is not None and "No longer raised since" in card.release_note
+
+
+# ---- the command ---------------------------------------------------------------------------------------
+
+
+def test_build_with_a_missing_git_dir_exits_2_with_a_message(
+    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = [
+        "catalog",
+        "ecosystem",
+        "build",
+        "--sources",
+        str(built.sources_file),
+        "--git-dir",
+        f"{REPO}={tmp_path / 'no-such-clone'}",
+        "-o",
+        str(out),
+    ]
+    assert main(argv, out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert f"no git directory for {REPO}" in err
+    assert "--git-dir OWNER/NAME=PATH" in err
+    assert not out.exists()
+
+
+def test_build_with_a_malformed_git_dir_or_sources_file_exits_2(
+    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["catalog", "ecosystem", "build", "-o", str(tmp_path / "out")]
+    assert main([*base, "--sources", str(built.sources_file), "--git-dir", REPO], out=io.StringIO()) == 2
+    assert "OWNER/NAME=PATH" in capsys.readouterr().err
+    missing = tmp_path / "nope.toml"
+    assert main([*base, "--sources", str(missing), "--git-dir", f"{REPO}=x"], out=io.StringIO()) == 2
+    assert "cannot read the sources" in capsys.readouterr().err
+
+
+def test_the_command_builds_like_run_build(built: Built, tmp_path: Path) -> None:
+    out = tmp_path / "cli"
+    argv = ["catalog", "ecosystem", "build", "--sources", str(built.sources_file)]
+    argv += ["--git-dir", f"{REPO}={built.repo.git_dir}", "-o", str(out)]
+    assert main(argv, out=io.StringIO()) == 0
+    for name in OUTPUTS:
+        assert (out / name).read_bytes() == (built.out / name).read_bytes()
+
+
+# ---- resolve_sources -----------------------------------------------------------------------------------
+
+
+def test_resolve_sources_takes_burn_releases_from_0_13_and_no_book_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    burn = new_repo(tmp_path / "burn", tmp_path / "home")
+    manifest = workspace_manifest("0.12.0") + '\n[workspace.dependencies]\nwgpu = "0.19"\n'
+    lib = {"crates/burn-core/src/lib.rs": 'pub fn f() {\n    panic!("burn");\n}\n'}
+    burn.commit("0.12", "2024-01-01T00:00:00+00:00", {"Cargo.toml": manifest, **lib}, tag="v0.12.0")
+    burn.commit(
+        "0.13",
+        "2024-04-01T00:00:00+00:00",
+        {"Cargo.toml": manifest.replace("0.12.0", "0.13.0")},
+        tag="v0.13.0",
+    )
+    burn.commit("book", "2024-04-02T00:00:00+00:00", {"burn-book/src/x.md": "# book\n"}, tag="v0.13.0-book")
+    burn.commit(
+        "0.14-pre",
+        "2024-07-01T00:00:00+00:00",
+        {"Cargo.toml": manifest.replace("0.12.0", "0.14.0-pre.1")},
+        tag="v0.14.0-pre.1",
+    )
+    head = burn.commit("after", "2024-08-01T00:00:00+00:00", {"README.md": "burn\n"})
+    # the data set's commit is always harvested: here, the newest commit of the fake history
+    monkeypatch.setattr(ecosystem_build, "BURN_COMMIT", head)
+    repository = GitRepository(burn.git_dir)
+    try:
+        sources, missing = resolve_sources({ecosystem_build.BURN: repository})
+    finally:
+        repository.close()
+    assert [s.ref for s in sources] == ["v0.13.0", "v0.14.0-pre.1", head]
+    assert {s.repo for s in sources} == {ecosystem_build.BURN}
+    assert all(s.paths == ("crates",) for s in sources)
+    assert sources[0].date == "2024-04-01T00:00:00.000Z"
+    assert sources[2].sha == head
+    assert {m["repo"] for m in missing} >= {"tracel-ai/cubecl", "tracel-ai/cubek", "tracel-ai/burn-onnx"}
+    assert {"repo": "gfx-rs/wgpu", "version": "0.19", "reason": "no git directory given"} in missing
