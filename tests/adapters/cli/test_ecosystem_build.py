@@ -489,3 +489,43 @@ def test_resolve_sources_takes_burn_releases_from_0_13_and_no_book_tags(
     assert sources[2].sha == head
     assert {m["repo"] for m in missing} >= {"tracel-ai/cubecl", "tracel-ai/cubek", "tracel-ai/burn-onnx"}
     assert {"repo": "gfx-rs/wgpu", "version": "0.19", "reason": "no git directory given"} in missing
+
+
+def test_a_release_that_no_longer_has_the_message_says_where_it_is(catalog: Catalog) -> None:
+    lookup = PanicLookup(catalog)
+    line = line_of(V2_LIB, "assert_eq!")
+    message = f"assertion `left == right` failed: {OLD_SHAPE}\n  left: [2, 3]\n right: [3, 2]"
+    result = lookup.lookup(registry_paste("mycrate", "0.2.0", line, message))
+    assert result.best is not None and result.best.record.errorMessage == OLD_SHAPE
+    assert not result.auto_reply
+    site = lookup.site(result)
+    assert site is not None
+    assert site.in_pasted_release is False
+    assert site.note == "Not raised here in mycrate 0.2.0: this message is in 0.1.0."
+
+
+def test_a_crate_with_its_own_version_is_told_apart_from_the_workspace(catalog: Catalog) -> None:
+    lookup = PanicLookup(catalog)
+    message = f'{MODEL_FILE}: Os {{ code: 2, kind: NotFound, message: "No such file or directory" }}'
+    result = lookup.lookup(registry_paste("othercrate", "2.0.0", 2, message))
+    assert result.best is not None and result.best.record.errorMessage == MODEL_FILE
+    site = lookup.site(result)
+    assert site is not None
+    assert (site.crate, site.version, site.release, site.in_pasted_release) == (
+        "othercrate",
+        "2.0.0",
+        "v0.1.0",
+        True,
+    )
+
+
+def test_a_sources_file_naming_a_commit_the_clone_lacks_exits_1(
+    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sources = [Source(REPO, "v9.9.9", "0" * 40, "2030-01-01T00:00:00.000Z", ("crates",))]
+    sources_file = tmp_path / "sources.toml"
+    write_sources(sources_file, sources, [])
+    out = tmp_path / "out"
+    assert run_build(sources_file, out, None, [f"{REPO}={built.repo.git_dir}"]) == 1
+    assert "0" * 40 in capsys.readouterr().err
+    assert not (out / OUTPUTS[0]).exists()
