@@ -25,6 +25,7 @@ from bot.harvest import (
     slug,
 )
 from bot.records import Record
+from bot.releases import version_key
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,17 @@ class EcosystemCatalog:
     functions: list[dict[str, Any]] = field(default_factory=list)  # one row per file: spans per releases
 
 
+def _release_order(harvest: ReleaseHarvest) -> tuple[str, tuple[int, int, int, int, str], str, str]:
+    """Per repository, releases in version order (a backport cut late is still older than the next minor);
+    a commit without a tag goes by the version its crates carry, then by date."""
+    source = harvest.source
+    version = version_key(source.ref) if source.ref != source.sha else (-1, -1, -1, 0, "")
+    if version[0] < 0:
+        crates = [version_key(v) for _, v in harvest.crates.values() if v]
+        version = max(crates, default=version)
+    return (source.repo, version, source.date, source.ref)
+
+
 def _site_extra(site: HarvestedSite) -> dict[str, str]:
     """The facts a parser may add beside the function: impl type, firing condition, `# Panics` doc."""
     extra: dict[str, str] = {}
@@ -85,7 +97,7 @@ def _site_extra(site: HarvestedSite) -> dict[str, str]:
 def build_ecosystem(harvests: Iterable[ReleaseHarvest], dataset_version: str) -> EcosystemCatalog:
     """Fold the releases' sites into records (the newest release that has a site gives its line and link)
     and the side table of all the releases that have it."""
-    ordered = sorted(harvests, key=lambda h: (h.source.repo, h.source.date, h.source.ref))
+    ordered = sorted(harvests, key=_release_order)
     # (repo, path, message) -> ref -> the sites of that message in that file, in source order
     found: dict[tuple[str, str, str], dict[str, list[_Site]]] = {}
     newest: dict[tuple[str, str, str], tuple[Source, HarvestedSite]] = {}

@@ -182,7 +182,7 @@ class ReleaseTable:
                 known[str(item["ref"])] = Release(
                     repo, str(item["ref"]), str(item["sha"]), str(item["date"]), crates, 0
                 )
-            ordered = sorted(known.values(), key=lambda r: (r.date, r.ref))
+            ordered = sorted(known.values(), key=_release_order)
             self.releases[repo] = [
                 Release(r.repo, r.ref, r.sha, r.date, r.crates, index) for index, r in enumerate(ordered)
             ]
@@ -355,6 +355,16 @@ class ReleaseTable:
                 if site.release == release:
                     return site
         return None
+
+
+def _release_order(release: Release) -> tuple[tuple[int, int, int, int, str], str, str]:
+    """Releases in version order, not by date: a backport (v0.14.1, cut after v0.20.0) is older than
+    v0.15.0. A commit without a tag sits after the release whose version its crates carry."""
+    tagged = version_key(release.ref) if release.is_tag else (-1, -1, -1, 0, "")
+    if tagged[0] < 0:
+        versions = [version_key(v) for v in release.crates.values() if v]
+        tagged = max(versions, default=(-1, -1, -1, 0, ""))
+    return (tagged, release.date, release.ref)
 
 
 def _path_forms(path: str, crate: str | None) -> list[str]:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from bot.lint import ERROR, Finding, lint_catalog
 from bot.patterns import is_valid_pattern
-from bot.records import Catalog, CatalogProblem, load_catalog
+from bot.records import DEFAULT_CATALOG_WORD, Catalog, CatalogProblem, load_catalog
 
 
 def pattern_problems(catalog: Catalog) -> list[CatalogProblem]:
@@ -57,7 +57,9 @@ def _count_table(title: str, counts: Counter[str]) -> Table:
 
 
 def run_stats(paths: Sequence[str], console: Console) -> int:
-    catalog = load_catalog(paths)
+    """Counts per repo, errorType and backgroundTag, shared messages, and (for a catalog with a release side
+    table, such as the embedded one: no path, or `default`) records and sites per repository and release."""
+    catalog = load_catalog(paths or [DEFAULT_CATALOG_WORD])
     for problem in catalog.errors:
         console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
     records = catalog.records
@@ -85,7 +87,42 @@ def run_stats(paths: Sequence[str], console: Console) -> int:
     )
     for message, where in sorted(shared.items(), key=lambda item: -len(item[1]))[:15]:
         console.print(f"  {len(where):3d}  {message}", markup=False, highlight=False)
+    if catalog.releases:
+        console.print(_release_tables(catalog))
     return 1 if catalog.errors else 0
+
+
+def _release_tables(catalog: Catalog) -> Table:
+    """Records and sites per repository, and per harvested release: what each release can answer."""
+    table = Table(title="Records and sites per repository and release", title_justify="left")
+    for column in ("repo", "release", "commit", "date", "records", "sites"):
+        table.add_column(column, justify="right" if column in ("records", "sites") else "left")
+    releases = catalog.releases
+    present = {entry.record.id for entry in catalog.entries}
+    per_release: Counter[tuple[str, str]] = Counter()
+    per_repo_records: Counter[str] = Counter()
+    per_repo_sites: Counter[str] = Counter()
+    for record_id, sites in releases.sites.items():
+        if record_id not in present or not sites:
+            continue
+        per_repo_records[sites[0].release.repo] += 1
+        for site in sites:
+            per_release[(site.release.repo, site.release.ref)] += 1
+            per_repo_sites[site.release.repo] += 1
+    for repo in sorted(releases.releases):
+        table.add_row(
+            repo, "(all)", "", "", str(per_repo_records[repo]), str(per_repo_sites[repo]), end_section=False
+        )
+        for release in releases.releases[repo]:
+            table.add_row(
+                "",
+                release.name,
+                release.sha[:10],
+                release.date[:10],
+                str(per_release[(repo, release.ref)]),
+                "",
+            )
+    return table
 
 
 def run_lint(paths: Sequence[str], console: Console, *, as_json: bool) -> int:

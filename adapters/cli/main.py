@@ -292,7 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("lint", "flag wrong records (patterns, analysis of another error, links); exit 1 on errors"),
     ):
         sub = catalog_commands.add_parser(name, help=text)
-        sub.add_argument("paths", nargs="+", metavar="PATH")
+        if name == "stats":
+            sub.add_argument("paths", nargs="*", metavar="PATH", help="default: the embedded catalog")
+        else:
+            sub.add_argument("paths", nargs="+", metavar="PATH")
         if name == "lint":
             sub.add_argument("--json", action="store_true", help="print one JSON object")
     harvest = catalog_commands.add_parser(
