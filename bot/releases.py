@@ -165,7 +165,8 @@ class ReleaseTable:
     paths: dict[str, str] = field(default_factory=dict)  # record id -> file path (side tables say it)
     by_path: dict[str, list[str]] = field(default_factory=dict)  # file path -> record ids
     function_texts: list[str] = field(default_factory=list)  # function tables, parsed on first use
-    _functions: dict[str, list[tuple[str, frozenset[str], list[FunctionRange]]]] | None = None
+    _rows: dict[str, list[str]] | None = None
+    _functions: dict[str, list[tuple[str, frozenset[str], list[FunctionRange]]]] = field(default_factory=dict)
     repos_by_crate: dict[str, set[str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -245,41 +246,59 @@ class ReleaseTable:
     def add_function_text(self, text: str) -> None:
         """A function table (`X.functions.jsonl`): kept as text, parsed the first time a line is named."""
         self.function_texts.append(text)
-        self._functions = None
+        self._rows = None
+        self._functions = {}
 
-    def _function_index(self) -> dict[str, list[tuple[str, frozenset[str], list[FunctionRange]]]]:
-        """file path -> (repo, the refs that share them, spans sorted by first line) per version."""
-        if self._functions is None:
-            index: dict[str, list[tuple[str, frozenset[str], list[FunctionRange]]]] = {}
+    def _function_rows(self) -> dict[str, list[str]]:
+        """file path -> its raw table rows. Rows are written key-sorted, so a row starts with its
+        `{"filePath":"…"`: the path is read without parsing the row (a table holds ~10,000 files)."""
+        if self._rows is None:
+            rows: dict[str, list[str]] = {}
+            prefix = '{"filePath":"'
             for text in self.function_texts:
                 for line in text.split("\n"):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                        versions = [
-                            (
-                                frozenset(str(ref) for ref in version["refs"]),
-                                sorted(
-                                    FunctionRange(int(s[2]), int(s[3]), str(s[0]), s[1])
-                                    for s in version["spans"]
-                                ),
-                            )
-                            for version in row["versions"]
-                        ]
-                        entry = index.setdefault(str(row["filePath"]), [])
-                        entry.extend((str(row["repo"]), refs, spans) for refs, spans in versions)
-                    except (ValueError, KeyError, TypeError, IndexError):
-                        continue  # a bad row names no function; the rest still do
-            self._functions = index
-        return self._functions
+                    if line.startswith(prefix):
+                        end = line.find('"', len(prefix))
+                        if end > 0:
+                            rows.setdefault(line[len(prefix) : end], []).append(line)
+                    elif line.strip():
+                        try:  # a row written by another tool, keys in another order
+                            rows.setdefault(str(json.loads(line)["filePath"]), []).append(line)
+                        except (ValueError, KeyError, TypeError):
+                            continue
+            self._rows = rows
+        return self._rows
+
+    def _file_functions(self, path: str) -> list[tuple[str, frozenset[str], list[FunctionRange]]]:
+        """(repo, the refs that share them, spans sorted by first line) per version of one file, parsed on
+        first use."""
+        cached = self._functions.get(path)
+        if cached is not None:
+            return cached
+        found: list[tuple[str, frozenset[str], list[FunctionRange]]] = []
+        for line in self._function_rows().get(path, ()):
+            try:
+                row = json.loads(line)
+                for version in row["versions"]:
+                    refs = frozenset(str(ref) for ref in version["refs"])
+                    spans = sorted(
+                        FunctionRange(int(s[2]), int(s[3]), str(s[0]), s[1]) for s in version["spans"]
+                    )
+                    found.append((str(row["repo"]), refs, spans))
+            except (ValueError, KeyError, TypeError, IndexError):
+                continue  # a bad row names no function; the rest still do
+        self._functions[path] = found
+        return found
+
+    def function_paths(self) -> list[str]:
+        """Every file the function tables cover."""
+        return sorted(self._function_rows())
 
     def function_files(self, path: str, crate: str | None = None) -> list[tuple[str, str]]:
         """(repo, repository path) of the harvested files a pasted path can be (see `records_at`)."""
-        index = self._function_index()
         found: list[tuple[str, str]] = []
         for candidate in _path_forms(path, crate):
-            for repo, _, _ in index.get(candidate, ()):
+            for repo, _, _ in self._file_functions(candidate):
                 if (repo, candidate) not in found:
                     found.append((repo, candidate))
         return found
@@ -288,7 +307,7 @@ class ReleaseTable:
         self, repo: str, path: str, releases: Sequence[Release], line: int
     ) -> FunctionRange | None:
         """The innermost function holding `line` of `path` in the first of `releases` that has the file."""
-        versions = [v for v in self._function_index().get(path, ()) if v[0] == repo]
+        versions = [v for v in self._file_functions(path) if v[0] == repo]
         for release in releases:
             for _, refs, spans in versions:
                 if release.ref in refs:

@@ -53,13 +53,12 @@ def _fixture_message(stem: str) -> str | None:
 def _function_lines(catalog: Catalog) -> list[tuple[str, str, Release, FunctionRange]]:
     """(repo, file, release, function) for functions of the site repositories' tagged releases."""
     table = catalog.releases
-    index = table._function_index()
     by_ref = {(r.repo, r.ref): r for releases in table.releases.values() for r in releases}
     found = []
-    for path in sorted(index):
+    for path in table.function_paths():
         if "/src/" not in f"/{path}" or path.endswith("build.rs"):
             continue
-        for repo, refs, spans in index[path]:
+        for repo, refs, spans in table._file_functions(path):
             if repo not in SITE_REPOS:
                 continue
             for ref in sorted(refs):
@@ -104,7 +103,7 @@ def runtime_cases(
         located = _registry_path(repo, path, release)
         if located is None:
             continue
-        crate, registry = located
+        _crate, registry = located
         line = rng.randint(span.start_line + 1, span.end_line)
         # The innermost function holding the line is the right answer (the span may hold nested ones).
         function = catalog.releases.function_at(repo, path, [release], line)
