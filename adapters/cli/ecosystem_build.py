@@ -33,6 +33,7 @@ from bot.harvest import (
     is_skipped_path,
     normalise_path,
 )
+from bot.releases import version_key
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 SOURCES_FILE = Path(__file__).resolve().parents[2] / "bot" / "data" / "ecosystem-sources.toml"
@@ -130,17 +131,6 @@ class GitRepository:
 def mirror_dir(mirrors: Path, repo: str) -> Path:
     """Where the search tool's fetch puts a repository: `<mirrors>/<owner>+<name>/repo`."""
     return mirrors / repo.replace("/", "+") / "repo"
-
-
-def version_key(text: str) -> tuple[int, int, int, int, str]:
-    """Semver order, a pre-release before its release (0.20.0-pre.6 < 0.20.0)."""
-    match = _VERSION.search(text)
-    if not match:
-        return (-1, -1, -1, 0, text)
-    major, minor, patch, pre = match.groups()
-    # Numeric identifiers compare as numbers (pre.2 < pre.10): padded, they compare right as text.
-    pre = re.sub(r"\d+", lambda digits: digits.group().zfill(10), pre or "")
-    return (int(major), int(minor), int(patch or 0), 0 if pre else 1, pre)
 
 
 # ---- Crates and their versions ------------------------------------------------------------------------
