@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from rapidfuzz import fuzz, process
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 from bot.extract import Location, Panic, extract, root_panic_index
 from bot.paths import common_suffix_length, path_parts
@@ -65,6 +65,9 @@ FUZZY_RIVALS = 3  # text comparisons go on until the shown matches and this many
 # Text alone (no pattern) answers a typed query at this similarity (half word coverage, half text score), and
 # a pasted panic only at the second one and in the same file.
 TEXT_ANSWER_QUERY = 0.8
+# ...and the typed text itself must read like the record's: words one slip from the record's ("merged" for
+# "merge") cover a chat line fully, but its text is no message ("+1 merged" is 0.67 like "the merge.").
+TEXT_ANSWER_QUERY_TEXT = 0.75
 TEXT_ANSWER_PANIC = 0.9
 # A rival of such an answer, within a point of its score, needs a similarity of about 0.78: this coverage.
 RIVAL_MIN_COVERAGE = 0.5
@@ -77,10 +80,18 @@ SIGNATURE_BITS = 128  # of a pattern's word signature (two bits a word)
 NEIGHBOURS = 8
 NEIGHBOUR_FILES = 4
 MAX_NEIGHBOUR_FILES = 512  # a file name found at more paths than this: only the first ones are searched
-# Typo correction: an unknown word this long or longer is replaced by its nearest catalog words, and the
-# answers for this many words are kept (chat repeats its words).
-NEAR_MIN_LENGTH = 4
+# Typo correction: an unknown word this long or longer is replaced by its nearest catalog words ("pol" from
+# "pool" too), and the answers for this many words are kept (chat repeats its words).
+NEAR_MIN_LENGTH = 3
 NEAR_CACHE_SIZE = 50_000
+# Near means one slip (OSA similarity; 0.75 for four letters), or two in a word of NEAR_LONG letters or more
+# (0.6 for five; a hair lower, as rapidfuzz compares the cutoff in floating point).
+NEAR_MIN_SIMILARITY = 0.7
+NEAR_MIN_SIMILARITY_LONG = 0.59
+NEAR_LONG = 5
+# A text of up to this many words is read word by word against each candidate it compares (typed queries);
+# longer ones (pastes) keep the summed word weights.
+ALIGN_MAX_WORDS = 16
 _RECORD_ID = np.dtype(f"=u{array('I').itemsize}")  # postings are array("I") of record positions
 
 
@@ -496,12 +507,16 @@ class Matcher:
         """Typed queries and typos: IDF-weighted words (typos corrected against the index's vocabulary),
         then rapidfuzz similarity of the literal text on the best few."""
         query = max(variants, key=len).lower()[:FUZZY_QUERY_CHARS]
-        weighted, total = self._query_words(query)
-        if not weighted:
+        words, total = self._query_words(query)
+        if not words:
             return
+        weighted: dict[str, float] = {}
+        for query_word in words:
+            for reading, credit in query_word.readings:
+                weighted[reading] = max(weighted.get(reading, 0.0), query_word.weight * credit)
         postings: list[npt.NDArray[np.uint32]] = []
         weights: list[float] = []
-        for word, weight in sorted(weighted, key=lambda item: len(self._postings[item[0]])):
+        for word, weight in sorted(weighted.items(), key=lambda item: len(self._postings[item[0]])):
             posting = self._postings[word]
             if len(posting) > COMMON_TOKEN_POSTINGS:
                 if postings:
@@ -510,10 +525,16 @@ class Matcher:
                 posting = posting[:COMMON_TOKEN_POSTINGS]
             postings.append(np.frombuffer(posting, dtype=_RECORD_ID))
             weights.append(weight)
+        if not postings:
+            return
         # Each record's summed word weights, in numpy: thousands of postings cost microseconds.
         ids, positions = np.unique(np.concatenate(postings), return_inverse=True)
         per_posting = np.repeat(weights, [len(p) for p in postings])
         sums = np.bincount(positions, weights=per_posting).astype(np.float64, copy=False)
+        # A short query is a typed one: each of its words is then credited by the candidate's closest word
+        # (a typo of one word can make another, "mut" for "must"), and common words left out of the sums
+        # above count too. A long text keeps the sums: aligning each of its words would cost too much.
+        align = len(words) <= ALIGN_MAX_WORDS
         # Best covered first. Once `keep` similarities are known, a candidate is compared only if it could
         # still beat the weakest of them, and covers enough of the query's words to be an answer or an
         # answer's rival; rapidfuzz stops early on one that falls short. So answers, confidences and
@@ -529,7 +550,12 @@ class Matcher:
                 needed = (kept[0] - 0.5 * coverage) / 0.5
                 if needed > 1.0 or coverage < RIVAL_MIN_COVERAGE:
                     continue
-            text_score = _text_similarity(query, self._literal(record_index), needed)
+            literal = self._literal(record_index)
+            if align and coverage < 1.0:
+                # The summed coverage decided which candidates are read; read, their words are aligned.
+                coverage = max(coverage, _aligned_coverage(words, literal) / total)
+                needed = max(0.0, needed - (coverage - min(1.0, weight / total)))
+            text_score = _text_similarity(query, literal, needed)
             similarity = 0.5 * coverage + 0.5 * text_score
             if needed > 0.0 and similarity <= kept[0]:
                 continue
@@ -541,47 +567,51 @@ class Matcher:
             elif similarity > kept[0]:
                 heapq.heapreplace(kept, similarity)
 
-    def _query_words(self, query: str) -> tuple[list[tuple[str, float]], float]:
-        """Query words with IDF weights (an unknown word replaced by its closest indexed words), and the
-        weight of the whole query: words the catalog lacks count against every record."""
+    def _query_words(self, query: str) -> tuple[list[_QueryWord], float]:
+        """Query words with IDF weights and their readings (an unknown word read as its closest indexed
+        words), and the weight of the whole query: words the catalog lacks count against every record."""
         count = max(len(self.records), 1)
         # An unknown word weighs like a word in 1 % of records: chat words ("lol", "works") dilute the
         # match without drowning a typed query's real words.
         unknown_weight = _idf(max(count // 100, 1), count)
-        weighted: dict[str, float] = {}
+        words: list[_QueryWord] = []
         total = 0.0
         for word in dict.fromkeys(tokens(query)):
             if word in self._postings:
                 weight = _idf(len(self._postings[word]), count)
-                weighted[word] = max(weighted.get(word, 0.0), weight)
+                words.append(_QueryWord(word, weight, 1.0, ((word, 1.0),)))
                 total += weight
                 continue
             near_words = self._near_words(word) if len(word) >= NEAR_MIN_LENGTH else []
             if not near_words:
-                total += unknown_weight if len(word) >= 4 else unknown_weight / 2
+                weight = unknown_weight if len(word) >= 4 else unknown_weight / 2
+                words.append(_QueryWord(word, weight, 1.0, ()))
+                total += weight
                 continue
-            best = 0.0
-            for near, similarity in near_words:
-                weight = _idf(len(self._postings[near]), count)
-                weighted[near] = max(weighted.get(near, 0.0), weight * similarity)
-                best = max(best, weight)
-            total += best
-        return list(weighted.items()), total
+            # The word weighs what its likeliest reading weighs, and a record holding that reading (or one as
+            # close) is credited in full: one slip of the keys is no reason to doubt the word.
+            top = near_words[0][1]
+            weight = max(_idf(len(self._postings[near]), count) for near, close in near_words if close == top)
+            readings = tuple((near, close / top) for near, close in near_words)
+            words.append(_QueryWord(word, weight, top, readings))
+            total += weight
+        return words, total
 
     def _near_words(self, word: str) -> list[tuple[str, float]]:
-        """The indexed words closest to an unknown one. Chat repeats its words, so answers are kept (the
-        vocabulary never changes for a matcher), up to a bound."""
+        """The indexed words closest to an unknown one, closest first. Chat repeats its words, so answers
+        are kept (the vocabulary never changes for a matcher), up to a bound."""
         near = self._near_cache.get(word)
         if near is not None:
             return near
         pool = self._near_pools.get(len(word))
         if pool is None:
             return []  # longer than any indexed word
+        # OSA: a transposition ("dytpe") is one slip, as a dropped, doubled or replaced letter is.
         found = process.extract(
             word,
             pool,
-            scorer=Levenshtein.normalized_similarity,
-            score_cutoff=0.7,
+            scorer=OSA.normalized_similarity,
+            score_cutoff=_near_cutoff(word),
             limit=3,
         )
         near = [(token, float(similarity)) for token, similarity, _ in found]
@@ -640,6 +670,42 @@ class Matcher:
         return not (panic.kind != "header" and "contained" in pattern_reason.detail and words < 4)
 
 
+@dataclass(frozen=True, slots=True)
+class _QueryWord:
+    """A word of a typed query: its weight, how close its closest indexed word is (1.0: indexed itself),
+    and the indexed words it may be read as, with the share of its weight each earns a record."""
+
+    word: str
+    weight: float
+    top: float
+    readings: tuple[tuple[str, float], ...]
+
+
+def _near_cutoff(word: str) -> float:
+    """The similarity from which a word is a typo of another."""
+    return NEAR_MIN_SIMILARITY_LONG if len(word) >= NEAR_LONG else NEAR_MIN_SIMILARITY
+
+
+def _aligned_coverage(words: list[_QueryWord], literal: str) -> float:
+    """The query's weight a record's text explains: each query word earns its weight times the
+    similarity of the record's closest word (relative to the closest word of the whole catalog)."""
+    own = set(tokens(literal))
+    covered = 0.0
+    choices: list[str] | None = None
+    for word in words:
+        if word.word in own:
+            covered += word.weight
+            continue
+        if choices is None:
+            choices = list(own)
+        found = process.extractOne(
+            word.word, choices, scorer=OSA.normalized_similarity, score_cutoff=_near_cutoff(word.word)
+        )
+        if found is not None:
+            covered += word.weight * min(1.0, found[1] / word.top)
+    return covered
+
+
 def _a_small_part(found: _Evidence, specific: int, same_file: bool) -> bool:
     """A short pattern met inside a panic message it covers less than half of, away from its file."""
     if found.hit is None or found.hit.mode != "contained" or same_file:
@@ -667,7 +733,7 @@ def _text_alone_is_enough(found: _Evidence, panic: Panic) -> bool:
     """A similar text is the answer to a typed query; for a real panic it also needs the same file: a user's
     own `todo!()` ("not yet implemented") is not Burn's "Not yet implemented for iteration"."""
     if panic.kind == "query":
-        return found.fuzzy >= TEXT_ANSWER_QUERY
+        return found.fuzzy >= TEXT_ANSWER_QUERY and found.text_score >= TEXT_ANSWER_QUERY_TEXT
     return found.fuzzy >= TEXT_ANSWER_PANIC and found.location_points >= 8.0
 
 
