@@ -22,11 +22,10 @@ from adapters.cli.catalog_commands import run_lint, run_stats, run_validate
 from adapters.cli.dataset_tools import run_harvest, run_merge
 from adapters.cli.ecosystem_build import SOURCES_FILE, run_build, run_sources
 from adapters.cli.render import print_result
+from adapters.settings import CATALOG_ENV, DEFAULT_DATABASE_URL, SettingsError, split_catalog_paths
 from bot.records import Catalog, default_catalog, load_catalog
 from bot.service import PanicLookup, result_json
 
-CATALOG_ENV = "PANICBOT_CATALOG"
-DEFAULT_DATABASE_URL = "sqlite:///panicbot.db"
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -45,8 +44,7 @@ class UsageError(Exception):
 def catalog_paths(cli_paths: Sequence[str] | None, environ: dict[str, str]) -> list[str]:
     if cli_paths:
         return list(cli_paths)
-    raw = environ.get(CATALOG_ENV, "").strip()
-    return [part for part in raw.split(os.pathsep) if part.strip()] if raw else []
+    return split_catalog_paths(environ.get(CATALOG_ENV, ""))
 
 
 def open_catalog(paths: Sequence[str], err: Console) -> Catalog:
@@ -256,7 +254,7 @@ def command_discord(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     """`panicbot discord sync-commands`: register /panic and "Explain this panic" (on demand only: Discord
     limits command writes per day)."""
     from adapters.discord.runner import sync_commands  # noqa: PLC0415
-    from adapters.discord.settings import SettingsError, load_discord_settings  # noqa: PLC0415
+    from adapters.discord.settings import load_discord_settings  # noqa: PLC0415
 
     try:
         settings = load_discord_settings()

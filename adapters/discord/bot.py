@@ -22,6 +22,7 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 
 from adapters.answers import follow_edit, paste_digest, unasked_card, undo_edit
+from adapters.chat import REPLY_TTL_SECONDS, PostedReply
 from adapters.discord import render
 from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
 from adapters.discord.settings import DiscordSettings
@@ -53,17 +54,6 @@ TEXT_SUFFIXES = (".txt", ".log")
 NO_PINGS = discord.AllowedMentions.none()
 # Someone's words: joins, pins, thread-created notices and the like are not pastes.
 _PASTE_TYPES = {discord.MessageType.default, discord.MessageType.reply}
-REPLY_TTL_SECONDS = 7 * 24 * 3600
-
-
-@dataclass(frozen=True)
-class PostedReply:
-    """An auto-reply: where it is, which record it shows, and a digest of the paste it answers."""
-
-    channel_id: int
-    reply_id: int
-    record_id: str
-    digest: str
 
 
 @dataclass
@@ -434,12 +424,13 @@ class PanicHandlers:
         log.info("auto-replied to message %s in %s with record %s", message.id, place, card.record_id)
         self.state.observer.auto_replied(PLATFORM, card.record_id)
         self._remember(
-            message.id, PostedReply(message.channel.id, reply.id, card.record_id, paste_digest(text))
+            message.id,
+            PostedReply(str(message.channel.id), str(reply.id), card.record_id, paste_digest(text)),
         )
 
     def _remember(self, source_id: int, posted: PostedReply) -> None:
         self.state.replies.put(source_id, posted)
-        self.state.reply_sources.put(posted.reply_id, source_id)
+        self.state.reply_sources.put(int(posted.reply_id), source_id)
 
     async def on_mention(self, message: discord.Message) -> None:
         """The card for the paste in the mention, else for the message it replies to. Over the per-user
@@ -488,11 +479,11 @@ class PanicHandlers:
         text = await self.paste_text(payload.message)
         outcome = follow_edit(
             record_id=posted.record_id,
-            digest=posted.digest,
+            digest=posted.paste_digest,
             text=text,
             answer=lambda edited: unasked_card(self.service, self.lookup(edited)),
             gate=self.state.gate,
-            place=str(posted.channel_id),
+            place=posted.channel,
         )
         if outcome is None:
             return  # a link preview or a pin: not a new paste
@@ -500,27 +491,27 @@ class PanicHandlers:
         # Memory first, then Discord: an event handled while a call is in flight sees the new state.
         if card is None:
             self.state.replies.pop(payload.message_id)
-            self.state.reply_sources.pop(posted.reply_id)
-            await self._delete(posted.channel_id, posted.reply_id, "reply to an edited paste")
+            self.state.reply_sources.pop(int(posted.reply_id))
+            await self._delete(int(posted.channel), int(posted.reply_id), "reply to an edited paste")
             return
         self._remember(
             payload.message_id,
-            PostedReply(posted.channel_id, posted.reply_id, card.record_id, paste_digest(text)),
+            PostedReply(posted.channel, posted.reply_id, card.record_id, paste_digest(text)),
         )
         message = self._card(card, ephemeral=False, asker_id=payload.message.author.id)
-        channel = self.client.get_partial_messageable(posted.channel_id, guild_id=payload.guild_id)
+        channel = self.client.get_partial_messageable(int(posted.channel), guild_id=payload.guild_id)
         try:
-            await channel.get_partial_message(posted.reply_id).edit(**_send_kwargs(message))
+            await channel.get_partial_message(int(posted.reply_id)).edit(**_send_kwargs(message))
         except discord.HTTPException as exc:
-            self._refused(exc, "editing reply %s in %s", posted.reply_id, posted.channel_id)
+            self._refused(exc, "editing reply %s in %s", posted.reply_id, posted.channel)
             gone = isinstance(exc, discord.NotFound)
             if gone:
-                self._forget(posted.reply_id)
+                self._forget(int(posted.reply_id))
             else:
                 self._remember(payload.message_id, posted)  # it still shows what it showed
             undo_edit(
                 self.state.gate,
-                str(posted.channel_id),
+                posted.channel,
                 shown=card.record_id,
                 previous=posted.record_id,
                 reply_gone=gone,
@@ -542,9 +533,9 @@ class PanicHandlers:
         posted = self.state.replies.pop(message_id)
         self._forget(message_id)
         if posted is not None:
-            self.state.reply_sources.pop(posted.reply_id)
-            self.state.gate.release(str(posted.channel_id), posted.record_id)
-            await self._delete(posted.channel_id, posted.reply_id, "reply to a deleted paste")
+            self.state.reply_sources.pop(int(posted.reply_id))
+            self.state.gate.release(posted.channel, posted.record_id)
+            await self._delete(int(posted.channel), int(posted.reply_id), "reply to a deleted paste")
 
     def _forget(self, reply_id: int) -> None:
         """Our reply is gone: its paste no longer has one to edit or delete."""

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
-# One error type for every adapter, so the CLI reports a bad setting the same way for Slack and Discord.
-from adapters.slack.settings import SettingsError
+from adapters.settings import CatalogSettings, SettingsError, load_settings
 
 __all__ = ["DEFAULT_DISCORD_API_URL", "DiscordSettings", "SettingsError", "load_discord_settings"]
 
@@ -26,7 +24,7 @@ def _int_list(value: object, what: str) -> object:
     return [int(part) for part in parts]
 
 
-class DiscordSettings(BaseSettings):
+class DiscordSettings(CatalogSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     discord_token: SecretStr = Field(description="the bot token from the developer portal (Bot page)")
@@ -35,7 +33,6 @@ class DiscordSettings(BaseSettings):
     discord_shard_count: int | None = Field(default=None, ge=1)
     discord_shard_ids: Annotated[tuple[int, ...] | None, NoDecode] = None
     discord_auto_reply_cooldown_seconds: float = Field(default=600.0, ge=0)
-    panicbot_catalog: str = ""
 
     @field_validator("discord_help_channel_ids", mode="before")
     @classmethod
@@ -84,22 +81,7 @@ class DiscordSettings(BaseSettings):
     def sharded(self) -> bool:
         return self.discord_shard_count is not None
 
-    @property
-    def catalog_paths(self) -> list[str]:
-        return [part for part in self.panicbot_catalog.split(os.pathsep) if part.strip()]
-
 
 def load_discord_settings() -> DiscordSettings:
     """Settings from the environment, or a SettingsError naming the variable (never its value)."""
-    try:
-        return DiscordSettings()  # type: ignore[call-arg]  # pydantic-settings fills fields from the env
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            reason = error["msg"].removeprefix("Value error, ")
-            if not error["loc"]:
-                problems.append(reason)  # the model validator names its variables itself
-                continue
-            variable = str(error["loc"][0]).upper()
-            problems.append(f"{variable} {'is not set' if error['type'] == 'missing' else reason}")
-        raise SettingsError("; ".join(problems)) from None
+    return load_settings(DiscordSettings)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import threading
 from collections.abc import Callable
@@ -16,11 +15,13 @@ from typing import Any
 
 from aiohttp import web
 from pydantic import Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from adapters.chat import shared_replies
 from adapters.observe import Observer, Observers
 from adapters.service.live_catalog import CatalogLoadError, LiveLookup, LoadReport
 from adapters.service.metrics import CONTENT_TYPE, Metrics
+from adapters.settings import DEFAULT_DATABASE_URL, CatalogSettings, SettingsError, describe_problems
 from adapters.shared_state import RateLimiter
 from adapters.storage import SqlStore, StorageError, upgrade_database
 from bot.matcher import LookupResult
@@ -80,37 +81,28 @@ class ServiceError(Exception):
     """Start-up cannot go on; the message says which setting to fix."""
 
 
-class ServiceSettings(BaseSettings):
+class ServiceSettings(CatalogSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
-    panicbot_catalog: str = ""
     panicbot_http_host: str = "0.0.0.0"
     panicbot_http_port: int = Field(default=8080, ge=0, le=65535)
     panicbot_log_format: str = Field(default="json", pattern="^(json|text)$")
     panicbot_catalog_watch_seconds: float = Field(default=5.0, ge=0)
     panicbot_shutdown_grace_seconds: float = Field(default=10.0, ge=0)
     redis_url: SecretStr | None = None  # shared dedupe and cooldowns across replicas; in-process without it
-    database_url: SecretStr = SecretStr("sqlite:///panicbot.db")  # votes, unmatched panics, matches
+    database_url: SecretStr = SecretStr(DEFAULT_DATABASE_URL)  # votes, unmatched panics, matches
     panicbot_retention_days: int = Field(default=90, ge=1)
     panicbot_user_rate_limit: int = Field(default=20, ge=0)  # lookups per user per minute; 0: no limit
     # A client gets this long for a request's headers (from connecting, or from the previous response) and
     # again for its body; slower, its connection is closed. Also the idle keep-alive time.
     panicbot_http_read_timeout_seconds: float = Field(default=10.0, gt=0)
 
-    @property
-    def catalog_paths(self) -> list[str]:
-        return [part for part in self.panicbot_catalog.split(os.pathsep) if part.strip()]
-
 
 def load_service_settings() -> ServiceSettings:
     try:
         return ServiceSettings()
     except ValidationError as exc:
-        problems = [
-            f"{str(error['loc'][0]).upper()} {error['msg'].removeprefix('Value error, ')}"
-            for error in exc.errors()
-        ]
-        raise ServiceError("; ".join(problems)) from None
+        raise ServiceError(describe_problems(exc)) from None
 
 
 def configured_platforms(environ: dict[str, str]) -> list[str]:
@@ -233,7 +225,7 @@ class Service:
         return store
 
     def _load_slack_settings(self) -> Any:
-        from adapters.slack.settings import SettingsError, load_slack_settings  # noqa: PLC0415
+        from adapters.slack.settings import load_slack_settings  # noqa: PLC0415
 
         try:
             return load_slack_settings(http_mode=self.slack_http)
@@ -241,7 +233,7 @@ class Service:
             raise ServiceError(f"cannot start Slack: {exc}") from None
 
     def _load_discord_settings(self) -> Any:
-        from adapters.discord.settings import SettingsError, load_discord_settings  # noqa: PLC0415
+        from adapters.discord.settings import load_discord_settings  # noqa: PLC0415
 
         try:
             return load_discord_settings()
@@ -325,12 +317,11 @@ class Service:
         # Imported here: only a process that serves Slack loads the Slack SDKs.
         from adapters.slack.app import SlackState, build_slack_app  # noqa: PLC0415
         from adapters.slack.server import add_slack_routes  # noqa: PLC0415
-        from adapters.slack.state import shared_slack_replies  # noqa: PLC0415
 
         settings = self.slack_settings
         assert settings is not None
         cooldown = settings.slack_auto_reply_cooldown_seconds
-        shared = self._shared_state("panicbot:slack", cooldown, more=shared_slack_replies)
+        shared = self._shared_state("panicbot:slack", cooldown, more=shared_replies)
         state = SlackState(cooldown_seconds=cooldown, observer=self.observer, feedback=self.store, **shared)
         self.slack_state = state
         app = build_slack_app(settings, self.live, state)  # type: ignore[arg-type]  # LiveLookup stands in

@@ -23,11 +23,11 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.answers import follow_edit, paste_digest, unasked_card, undo_edit
+from adapters.chat import REPLY_TTL_SECONDS, PostedReply
 from adapters.observe import Observer, Observers
 from adapters.shared_state import RATE_LIMITED_MESSAGE, RateLimit
 from adapters.slack import render
 from adapters.slack.settings import SlackSettings
-from adapters.slack.state import REPLY_TTL_SECONDS, PostedReply
 from adapters.state import (
     Clock,
     Cooldown,
@@ -373,10 +373,12 @@ class _Handlers:
             await self._delete(client, reply)
             return
         # Memory first, then Slack: an event handled while the call is in flight sees the new state.
-        self.state.replies.put(key, PostedReply(channel, reply.ts, card.record_id, paste_digest(text)))
+        self.state.replies.put(key, PostedReply(channel, reply.reply_id, card.record_id, paste_digest(text)))
         message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
         try:
-            await client.chat_update(channel=channel, ts=reply.ts, text=message.text, blocks=message.blocks)
+            await client.chat_update(
+                channel=channel, ts=reply.reply_id, text=message.text, blocks=message.blocks
+            )
         except SlackApiError as exc:
             error = str(exc.response.get("error"))
             self.state.observer.api_error(PLATFORM, error)
@@ -558,7 +560,7 @@ class _Handlers:
 
     async def _delete(self, client: AsyncWebClient, reply: PostedReply) -> None:
         try:
-            await client.chat_delete(channel=reply.channel, ts=reply.ts)
+            await client.chat_delete(channel=reply.channel, ts=reply.reply_id)
         except SlackApiError as exc:
             self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
             log.warning("chat.delete failed in %s: %s", reply.channel, exc.response.get("error"))

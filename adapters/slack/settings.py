@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
+
+from adapters.settings import CatalogSettings, SettingsError, load_settings
+
+__all__ = ["DEFAULT_SLACK_API_URL", "SettingsError", "SlackSettings", "load_slack_settings"]
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 
 
-class SettingsError(Exception):
-    """A missing or malformed setting: the message names the variable and never shows its value."""
-
-
-class SlackSettings(BaseSettings):
+class SlackSettings(CatalogSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     slack_bot_token: SecretStr = Field(description="xoxb-... bot token")
@@ -24,7 +23,6 @@ class SlackSettings(BaseSettings):
     slack_auto_reply_channels: Annotated[frozenset[str], NoDecode] = frozenset()
     slack_api_url: str = DEFAULT_SLACK_API_URL
     slack_auto_reply_cooldown_seconds: float = Field(default=600.0, ge=0)
-    panicbot_catalog: str = ""
 
     @field_validator("slack_auto_reply_channels", mode="before")
     @classmethod
@@ -54,24 +52,10 @@ class SlackSettings(BaseSettings):
             raise ValueError("must be an http(s) URL")
         return value if value.endswith("/") else value + "/"
 
-    @property
-    def catalog_paths(self) -> list[str]:
-        return [part for part in self.panicbot_catalog.split(os.pathsep) if part.strip()]
-
 
 def load_slack_settings(*, http_mode: bool = False) -> SlackSettings:
     """Settings from the environment, or a SettingsError naming the variable (never its value)."""
-    try:
-        settings = SlackSettings()  # type: ignore[call-arg]  # pydantic-settings fills fields from the env
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            variable = str(error["loc"][0]).upper() if error["loc"] else "settings"
-            reason = (
-                "is not set" if error["type"] == "missing" else error["msg"].removeprefix("Value error, ")
-            )
-            problems.append(f"{variable} {reason}")
-        raise SettingsError("; ".join(problems)) from None
+    settings = load_settings(SlackSettings)
     if http_mode and settings.slack_signing_secret is None:
         raise SettingsError("SLACK_SIGNING_SECRET is not set (HTTP mode verifies every request with it)")
     if not http_mode and settings.slack_app_token is None and settings.slack_signing_secret is None:

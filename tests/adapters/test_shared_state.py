@@ -28,6 +28,7 @@ import redis
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
+from adapters.chat import PostedReply, shared_replies
 from adapters.shared_state import (
     EVENT_TTL_SECONDS,
     RateLimiter,
@@ -42,7 +43,6 @@ from adapters.shared_state import (
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.server import build_web_application
 from adapters.slack.settings import SlackSettings
-from adapters.slack.state import PostedReply, shared_slack_replies
 from bot.records import default_catalog
 from bot.service import PanicLookup
 from tests.adapters.slack.fake_slack import BOT_USER_ID, HOST, TEAM_ID, FakeSlack
@@ -538,7 +538,7 @@ def replica_states(mode: str, request: pytest.FixtureRequest) -> list[SlackState
             SlackState(
                 seen=RedisEventDeduper(client, prefix),
                 cooldown=RedisCooldown(client, prefix, 600),
-                **shared_slack_replies(client, prefix),
+                **shared_replies(client, prefix),
             )
         )
     return states

@@ -178,10 +178,10 @@ def test_redis_url_gives_shared_dedupe_and_cooldowns(clean_env: pytest.MonkeyPat
     assert isinstance(shared["seen"], RedisEventDeduper)
     assert isinstance(shared["cooldown"], RedisCooldown)
     assert isinstance(shared["rate_limit"], RedisRateLimiter)
+    from adapters.chat import shared_replies
     from adapters.shared_state import RedisKeyedMemory
-    from adapters.slack.state import shared_slack_replies
 
-    slack = service._shared_state("panicbot:test", 60, more=shared_slack_replies)
+    slack = service._shared_state("panicbot:test", 60, more=shared_replies)
     assert isinstance(slack["posted_replies"], RedisKeyedMemory)  # edits on any replica follow the card
     alone = Service(settings(), [])._shared_state("panicbot:test", 60)
     assert set(alone) == {"rate_limit"} and isinstance(alone["rate_limit"], RateLimiter)

@@ -1,0 +1,55 @@
+"""What every adapter's settings share: the error type, how a bad setting is reported (naming the variable,
+never its value), the catalog paths and the database default. Read once at start-up, passed down."""
+
+from __future__ import annotations
+
+import os
+from typing import TypeVar
+
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings
+
+CATALOG_ENV = "PANICBOT_CATALOG"
+DEFAULT_DATABASE_URL = "sqlite:///panicbot.db"
+
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+class SettingsError(Exception):
+    """A missing or malformed setting: the message names the variable and never shows its value."""
+
+
+def split_catalog_paths(raw: str) -> list[str]:
+    """`PANICBOT_CATALOG`'s paths: several separated by `os.pathsep`, blanks ignored."""
+    return [part for part in raw.split(os.pathsep) if part.strip()]
+
+
+class CatalogSettings(BaseSettings):
+    """The catalog setting every adapter reads (`PANICBOT_CATALOG`)."""
+
+    panicbot_catalog: str = ""
+
+    @property
+    def catalog_paths(self) -> list[str]:
+        return split_catalog_paths(self.panicbot_catalog)
+
+
+def describe_problems(exc: ValidationError) -> str:
+    """One line naming each bad variable and why; a model-level check names its variables itself."""
+    problems = []
+    for error in exc.errors():
+        reason = error["msg"].removeprefix("Value error, ")
+        if not error["loc"]:
+            problems.append(reason)
+            continue
+        variable = str(error["loc"][0]).upper()
+        problems.append(f"{variable} {'is not set' if error['type'] == 'missing' else reason}")
+    return "; ".join(problems)
+
+
+def load_settings(settings_class: type[SettingsT]) -> SettingsT:
+    """`settings_class` filled from the environment, or a SettingsError naming the variables."""
+    try:
+        return settings_class()
+    except ValidationError as exc:
+        raise SettingsError(describe_problems(exc)) from None
