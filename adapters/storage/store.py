@@ -23,7 +23,6 @@ from sqlalchemy import (
     Table,
     and_,
     case,
-    create_engine,
     delete,
     func,
     insert,
@@ -34,6 +33,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from adapters.storage.engine import DEFAULT_CONNECT_TIMEOUT_SECONDS, make_engine
 from adapters.storage.errors import StorageError, storage_error
 from adapters.storage.models import MAX_MESSAGE_CHARS, VOTE_VALUES, RecordMatch, UnmatchedPanic, Vote
 from bot.extract import Panic
@@ -44,8 +44,9 @@ Clock = Callable[[], datetime]
 
 # Only pastes are worth keeping: a typed query (`kind == "query"`) is a person's words, not a panic.
 STORED_PANIC_KINDS = frozenset({"header", "message"})
-# A remote database that does not answer must not hold a chat handler for libpq's default (forever).
-DEFAULT_CONNECT_TIMEOUT_SECONDS = 5
+# Every statement is a short transaction: one that takes longer is stuck (a lock, a sick server), and a chat
+# handler must not wait for it.
+DEFAULT_STATEMENT_TIMEOUT_SECONDS = 15
 
 _WHITESPACE = re.compile(r"\s+")
 # Standalone numbers and addresses vary between runs of one panic site ("the index is 7", "0x7ffd...");
@@ -117,14 +118,20 @@ class SqlStore:
         url: str,
         *,
         clock: Clock = _utc_now,
-        connect_timeout: int = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+        statement_timeout: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS,
         engine_options: Mapping[str, Any] | None = None,
     ) -> None:
         self._clock = clock
         try:
             self.url: URL = make_url(url)
-            self.engine: Engine = create_engine(
-                self.url, **_engine_options(self.url, connect_timeout, engine_options)
+            # A database that does not answer must not hold a chat handler for libpq's default (forever).
+            self.engine: Engine = make_engine(
+                self.url,
+                connect_timeout=connect_timeout,
+                statement_timeout=statement_timeout,
+                # pool_pre_ping: a restarted server's dead connections are replaced.
+                **{"pool_pre_ping": True, **(engine_options or {})},
             )
         except (ArgumentError, ImportError, ValueError) as exc:
             # Never echo the URL: it may hold a password.
@@ -327,14 +334,6 @@ class SqlStore:
                 yield connection
         except SQLAlchemyError as exc:
             raise storage_error(action, self.url, exc) from exc
-
-
-def _engine_options(url: URL, connect_timeout: int, extra: Mapping[str, Any] | None) -> dict[str, Any]:
-    options: dict[str, Any] = {"pool_pre_ping": True}  # a restarted server's dead connections are replaced
-    if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
-        options["connect_args"] = {"connect_timeout": connect_timeout}
-    options.update(extra or {})
-    return options
 
 
 def _unmatched_rows(panics: Iterable[Panic], platform: str, now: datetime) -> list[dict[str, Any]]:

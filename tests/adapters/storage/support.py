@@ -4,6 +4,8 @@ skip-locally-fail-on-CI rule for a missing database."""
 from __future__ import annotations
 
 import os
+import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,3 +59,37 @@ def private_schema(admin: Engine) -> Iterator[str]:
     finally:
         with admin.connect() as connection:
             connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+@contextmanager
+def silent_database() -> Iterator[str]:
+    """A PostgreSQL URL (with `SECRET_PASSWORD`) at a TCP server on 127.0.0.1 that accepts and never answers.
+
+    Connecting succeeds at the TCP level and then waits for a reply that never comes: only a client-side
+    timeout ends it. The sockets are closed afterwards, which also releases a client that had none.
+    """
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    accepted: list[socket.socket] = []
+    done = threading.Event()
+
+    def accept() -> None:
+        while not done.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    thread = threading.Thread(target=accept, name="silent-database", daemon=True)
+    thread.start()
+    port = server.getsockname()[1]
+    try:
+        yield f"postgresql+psycopg://panicbot:{SECRET_PASSWORD}@127.0.0.1:{port}/panicbot"
+    finally:
+        done.set()
+        thread.join(timeout=5)
+        server.close()
+        for connection in accepted:
+            connection.close()
