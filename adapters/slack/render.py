@@ -49,6 +49,13 @@ BUTTON_VALUE_MAX = ButtonElement.value_max_length  # 2,000
 MIN_PART = 200
 # Each squeeze keeps this share of the part it shrinks.
 SHRINK = 0.9
+# The site facts under the title (escaped characters, inline code with its backticks) and each echo listed
+# near the end: short by nature, so a long one is cut here whatever room the message has.
+WHERE_MAX = 300
+RELEASE_NOTE_MAX = 600
+FIRES_WHEN_MAX = 300
+CONSEQUENCE_MAX = 300
+CONSEQUENCES_LABEL = "*Also in this paste, following from this panic*"
 
 ELLIPSIS = "…"
 FENCE = "```"
@@ -109,6 +116,13 @@ def _link(url: str, label: str) -> str:
     return f"<{safe_url}|{escape_mrkdwn(label).replace('|', '¦')}>"
 
 
+def _inline_code(text: str, limit: int) -> str:
+    """Raw `text` as inline code within `limit` characters: escaped, on one line, its backticks replaced so
+    none ends the code early. Inside it, `*bold*` and `<@U123>` stay text."""
+    code = escape_mrkdwn(_one_line(text).replace("`", FENCE_STANDIN))
+    return f"`{_cut(code, limit - 2)}`"
+
+
 def _mrkdwn(text: str) -> MarkdownTextObject:
     # verbatim: Slack must not turn pasted `@here` or channel names into live mentions; the links and user
     # mentions built here use the explicit <...> syntax, which still works.
@@ -166,6 +180,75 @@ def _list_text(label: str, items: list[str], numbered: bool, limit: int) -> str:
         if len(items) > shown:
             lines.append(f"_{ELLIPSIS}and {len(items) - shown} more_")
         break
+    return "\n".join(lines)
+
+
+def _code_list(label: str, items: Sequence[str], limit: int) -> str:
+    """`label` and as many items as fit in `limit`, each as inline code, then how many were left out."""
+    lines = [label]
+    size = len(label)
+    for index, item in enumerate(items):
+        note_room = 20 if index + 1 < len(items) else 0
+        room = limit - size - 1 - note_room
+        line = "• " + _inline_code(item, CONSEQUENCE_MAX)
+        if len(line) <= room:
+            lines.append(line)
+            size += 1 + len(line)
+            continue
+        shown = index
+        if index == 0 and room >= 20:
+            # A first item longer than the room is cut rather than lost: the list says something.
+            lines.append("• " + _inline_code(item, room - 2))
+            shown = 1
+        if len(items) > shown:
+            lines.append(f"_{ELLIPSIS}and {len(items) - shown} more_")
+        break
+    return "\n".join(lines)
+
+
+# -- the site facts -----------------------------------------------------------------------------------
+
+
+def shown_where(card: Card) -> str:
+    """The card's "where", unless it only repeats the source location (crate and file:line, no release and
+    no function): the context line's Source already says that."""
+    where = _one_line(card.where)
+    components = set(card.source_label.split("/"))
+    if where and all(token in components for token in re.split(r"[\s,]+", where) if token):
+        return ""
+    return where
+
+
+def _fact_limits(card: Card) -> dict[str, int]:
+    """The starting room of each site fact: its whole (escaped) text up to its cap, 0 when there is none."""
+    where = escape_mrkdwn(shown_where(card))
+    release = escape_mrkdwn(_one_line(card.release_note))
+    fires = _inline_code(card.fires_when, FIRES_WHEN_MAX) if _one_line(card.fires_when) else ""
+    consequences = [item for item in card.consequences if _one_line(item)]
+    listed = _code_list(CONSEQUENCES_LABEL, consequences, SECTION_MAX) if consequences else ""
+    return {
+        "where": min(len(where), WHERE_MAX),
+        "release": min(len(release), RELEASE_NOTE_MAX),
+        "fires": len(fires),
+        # The list keeps room for its "…and N more" line: with that room, all of it is shown.
+        "consequences": min(len(listed) + 20, SECTION_MAX) if listed else 0,
+    }
+
+
+def _facts_text(card: Card, limits: dict[str, int]) -> str:
+    """Where the panic is raised, what the releases say and the condition that fires it, a line each."""
+    lines = []
+    if limits["where"]:
+        where = escape_mrkdwn(shown_where(card))
+        if len(where) > limits["where"]:
+            where = _cut(where, limits["where"] - 1)
+            # Cut inside the `function`: its code span is closed, not left to run on.
+            where += "`" if where.count("`") % 2 else ""
+        lines.append("*Where:* " + where)
+    if limits["release"]:
+        lines.append("*Release:* " + _cut(escape_mrkdwn(_one_line(card.release_note)), limits["release"]))
+    if limits["fires"]:
+        lines.append("*Fires when:* " + _inline_code(card.fires_when, limits["fires"]))
     return "\n".join(lines)
 
 
@@ -283,11 +366,16 @@ class _Plan:
         if self.limits["solutions"] > 0:
             self._shrink("solutions")
             return True
-        # Asked for the whole fix, the reader gives up the prose first.
-        order = ["cause", "when", "context"] if full_fix else ["cause", "when", "fix", "context"]
+        # Asked for the whole fix, the reader gives up the prose first, and the site facts (where, release,
+        # condition: often the whole answer) only after the fix. Largest first, short facts go last anyway.
+        facts = ["where", "release", "fires"]
+        order = ["cause", "when", "context", "consequences"]
+        order += [] if full_fix else ["fix", *facts]
         candidates = [name for name in order if self.limits[name] > self._floor(name)]
         if not candidates and full_fix and self.limits["fix"] > 0:
             candidates = ["fix"]
+        if not candidates and full_fix:
+            candidates = [name for name in facts if self.limits[name] > 0]
         if not candidates:
             return False
         self._shrink(max(candidates, key=lambda name: self.limits[name]))
@@ -356,6 +444,9 @@ def _card_blocks(
     if shared_by:
         who = f"<@{shared_by}>" if _USER_ID.fullmatch(shared_by) else escape_mrkdwn(shared_by)
         blocks.append(_context(f"Shared by {who}"))
+    facts = _facts_text(card, plan.limits)
+    if facts:
+        blocks.append(_section(facts))
     fix_cut = False
     if not card.has_analysis:
         blocks.append(_section(escape_mrkdwn(card.cause or NO_ANALYSIS)))
@@ -377,6 +468,9 @@ def _card_blocks(
             blocks.append(
                 _section(_list_text("*Prevention*", list(card.prevention_tips), False, SECTION_MAX))
             )
+    if plan.limits["consequences"]:
+        consequences = [item for item in card.consequences if _one_line(item)]
+        blocks.append(_section(_code_list(CONSEQUENCES_LABEL, consequences, plan.limits["consequences"])))
     blocks.append(DividerBlock())
     blocks.append(_context(slack_context_line(card, plan.limits["context"])))
     if vote:
@@ -469,8 +563,11 @@ def card_message(
     full_fix: bool = False,
     more_available: bool = True,
 ) -> SlackMessage:
-    """The answer card. Too big for one message, it drops the prevention tips, then cuts the solutions,
-    then the longest prose (with `full_fix`, the fix is kept whole as long as anything else can give)."""
+    """The answer card: under the title where the panic is raised, what the releases say and the condition
+    that fires it; the analysis; the paste's other panics that follow from this one; the context line.
+
+    Too big for one message, it drops the prevention tips, then cuts the solutions, then the longest part
+    (with `full_fix`, the fix is kept whole as long as anything else can give)."""
     if vote not in (None, "up", "down"):
         raise ValueError(f"vote must be 'up', 'down' or None, not {vote!r}")
     plan = _Plan(
@@ -480,6 +577,7 @@ def card_message(
             "solutions": SECTION_MAX,
             "fix": len(_code_text(card.example_fix)) if full_fix else SECTION_MAX,
             "context": CONTEXT_MAX,
+            **_fact_limits(card),
         }
     )
     while True:
