@@ -173,7 +173,7 @@ class _RedisWithFallback:
         self._paused_until = -math.inf
         self._next_log = -math.inf
         self._failures_unlogged = 0
-        self._outage_logged = False
+        self._in_outage = False
         self._password = client.connection_pool.connection_kwargs.get("password")
 
     def _key(self, kind: str, *parts: str) -> str:
@@ -200,34 +200,39 @@ class _RedisWithFallback:
     def _failed(self, exc: Exception) -> None:
         now = self._clock()
         self.failures += 1
-        self._failures_unlogged += 1
         self._paused_until = now + self._retry_after
-        if now < self._next_log:
-            return
         reason = _scrub(f"{exc.__class__.__name__}: {exc}", self._password)
-        if self._outage_logged and self._failures_unlogged > 1:
-            log.warning(
-                "Redis still unavailable for %s (%s): %d failures since the last warning",
-                self.what,
-                reason,
-                self._failures_unlogged,
-            )
-        else:
+        if not self._in_outage:
+            # The start of every outage is logged, however soon after the last one: rate-limiting it would
+            # hide a second outage (and its end) entirely. Outages are at least `retry_after` apart.
+            self._in_outage = True
+            self._failures_unlogged = 0
+            self._next_log = now + self._log_every
             log.warning(
                 "Redis unavailable for %s (%s): answering from in-process state, retrying every %g s",
                 self.what,
                 reason,
                 self._retry_after,
             )
+            return
+        # Within one outage, a reminder at most every `log_every` seconds.
+        self._failures_unlogged += 1
+        if now < self._next_log:
+            return
+        log.warning(
+            "Redis still unavailable for %s (%s): %d failures since the last warning",
+            self.what,
+            reason,
+            self._failures_unlogged,
+        )
         self._next_log = now + self._log_every
         self._failures_unlogged = 0
-        self._outage_logged = True
 
     def _recovered(self) -> None:
         self._paused_until = -math.inf
-        if self._outage_logged:
+        if self._in_outage:
+            self._in_outage = False
             log.info("Redis is back for %s", self.what)
-            self._outage_logged = False
 
 
 class RedisEventDeduper(_RedisWithFallback):

@@ -381,6 +381,27 @@ def test_after_a_failure_redis_rests_then_is_tried_again(
     assert any(r.getMessage() == "Redis is back for event dedupe" for r in caplog.records)
 
 
+def test_every_outage_start_and_end_is_logged_once_even_within_a_minute(
+    dead_client: redis.Redis, redis_client: redis.Redis, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    clock = FakeClock()
+    deduper = RedisEventDeduper(dead_client, prefix, clock=clock, retry_after=5, log_every=60)
+    for outage in range(3):  # three short outages within one minute: each one is news
+        deduper.client = dead_client
+        for number in range(3):
+            deduper.first_time(f"Ev{outage}-{number}")
+        clock.now += 5
+        deduper.client = redis_client
+        for number in range(3):
+            assert deduper.first_time(f"EvBack{outage}-{number}") is True
+        clock.now += 5
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == LOGGER]
+    assert [level for level, _ in lines] == [logging.WARNING, logging.INFO] * 3, lines
+    assert all(message.startswith("Redis unavailable for event dedupe") for _, message in lines[::2])
+    assert all(message == "Redis is back for event dedupe" for _, message in lines[1::2])
+
+
 def test_silent_redis_times_out_quickly() -> None:
     # A socket that accepts connections but never answers: the read times out instead of hanging.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
