@@ -44,6 +44,13 @@ FIX_FIELDS_START = 3
 MIN_PART = 200
 SHRINK = 0.8
 QUOTE_MAX = 300
+# The site facts at the top of the description and each echo listed near the end (units, escaped): short by
+# nature, so a long one is cut here; with the other parts at their floor they still fit in 6,000.
+WHERE_MAX = 300
+RELEASE_NOTE_MAX = 500
+FIRES_WHEN_MAX = 300
+CONSEQUENCE_MAX = 300
+CONSEQUENCES_NAME = "Also in this paste, following from this panic"
 # Autocomplete runs on every keystroke: a huge paste is looked up by its start only.
 AUTOCOMPLETE_QUERY_MAX = 1_000
 
@@ -194,6 +201,39 @@ def _inline_code(text: str) -> str:
     return "`" + text.replace("`", "'") + "`"
 
 
+def _code_span(text: str, limit: int) -> str:
+    """Raw `text` as inline code on one line within `limit` units: inside it markdown is inert, and the
+    mention syntax is broken up as in `plain`."""
+    return _inline_code(cut(escape_mentions(one_line(text).replace("`", "'")), max(limit - 2, 1)))
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def _with_code(text: str, limit: int) -> str:
+    """Raw `text` whose `code` spans (a function name) stay code and the rest is `plain`, within `limit`
+    units: a span that does not fit is cut inside, so no backtick is left open."""
+    text = one_line(text)
+    pieces: list[tuple[str, bool]] = []
+    start = 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces += [(text[start : span.start()], False), (span.group(1), True)]
+        start = span.end()
+    pieces.append((text[start:], False))
+    shown = ""
+    for raw, is_code in pieces:
+        if not raw:
+            continue
+        piece = _code_span(raw, FIELD_VALUE_MAX) if is_code else plain(raw)
+        room = limit - units(shown)
+        if units(piece) > room:
+            if room >= len("`…`"):
+                shown += _code_span(raw, room) if is_code else cut(piece, room)
+            break
+        shown += piece
+    return shown
+
+
 def _valid_url(url: str | None, limit: int) -> str | None:
     """An http(s) URL Discord accepts as an embed/button link, else None (a bad one is a 50035)."""
     url = (url or "").strip()
@@ -342,6 +382,54 @@ def _fix_fields(card: Card, max_fields: int) -> list[tuple[str, str]]:
     return fields
 
 
+def _code_list_value(items: Sequence[str], limit: int) -> str:
+    """As many items as fit in `limit` units, each as inline code, then how many were left out."""
+    lines: list[str] = []
+    size = 0
+    for index, item in enumerate(items):
+        line = "• " + _code_span(item, CONSEQUENCE_MAX)
+        note_room = 20 if index + 1 < len(items) else 0
+        if size + units(line) + 1 + note_room <= limit:
+            lines.append(line)
+            size += units(line) + 1
+            continue
+        shown = index
+        if index == 0:
+            # A first item longer than the room is cut rather than lost: the list says something.
+            lines.append("• " + _code_span(item, limit - note_room - 1 - units("• ")))
+            shown = 1
+        if len(items) > shown:
+            lines.append(f"*{ELLIPSIS}and {len(items) - shown} more*")
+        break
+    return "\n".join(lines)
+
+
+def shown_where(card: Card) -> str:
+    """The card's "where", unless it only repeats the source location (crate and file:line, no release and
+    no function): the Source field already says that."""
+    where = one_line(card.where)
+    components = set(card.source_label.split("/"))
+    if where and all(token in components for token in re.split(r"[\s,]+", where) if token):
+        return ""
+    return where
+
+
+def _facts(card: Card) -> str:
+    """Where the panic is raised, what the releases say and the condition that fires it, a line each."""
+    lines = []
+    if where := shown_where(card):
+        lines.append("**Where:** " + _with_code(where, WHERE_MAX))
+    if release := one_line(card.release_note):
+        lines.append("**Release:** " + cut(plain(release), RELEASE_NOTE_MAX))
+    if one_line(card.fires_when):
+        lines.append("**Fires when:** " + _code_span(card.fires_when, FIRES_WHEN_MAX))
+    return "\n".join(lines)
+
+
+def _description(facts: str, body: str) -> str | None:
+    return "\n\n".join(part for part in (facts, body) if part) or None
+
+
 def _list_value(items: Sequence[str], numbered: bool, limit: int) -> str:
     """As many items as fit in `limit` units, then how many were left out."""
     lines: list[str] = []
@@ -374,6 +462,7 @@ class _Plan:
     solutions: int = FIELD_VALUE_MAX
     fix_fields: int = FIX_FIELDS_START
     prevention: bool = True
+    consequences: int = FIELD_VALUE_MAX
 
     def squeeze(self) -> bool:
         """Shrink the next part; False when everything is at its floor."""
@@ -383,7 +472,12 @@ class _Plan:
         if self.fix_fields > 1:
             self.fix_fields -= 1
             return True
-        sizes = {"cause": self.cause, "when": self.when, "solutions": self.solutions}
+        sizes = {
+            "cause": self.cause,
+            "when": self.when,
+            "solutions": self.solutions,
+            "consequences": self.consequences,
+        }
         name, size = max(sizes.items(), key=lambda item: item[1])
         if size <= MIN_PART:
             return False
@@ -407,12 +501,16 @@ def _card_embed(card: Card, plan: _Plan, severity: str | None, shared_by: str | 
     )
     if shared_by:
         embed.set_author(name=cut(f"Shared by {one_line(shared_by)}", 100))
+    # The site facts open the description: the first thing read under the title.
+    facts = _facts(card)
+    room = DESCRIPTION_MAX - (units(facts) + 2 if facts else 0)
     if not card.has_analysis:
         # Records without analysis (or with one under review) get a small card: where the panic is raised.
-        embed.description = cut(card.cause or NO_ANALYSIS, DESCRIPTION_MAX)
+        embed.description = _description(facts, cut(card.cause or NO_ANALYSIS, room))
     else:
-        if card.cause:
-            embed.description = cut_markdown(card.cause, min(plan.cause, DESCRIPTION_MAX))
+        embed.description = _description(
+            facts, cut_markdown(card.cause, min(plan.cause, room)) if card.cause else ""
+        )
         if card.when:
             embed.add_field(name="When it happens", value=cut_markdown(card.when, plan.when), inline=False)
         if card.solutions:
@@ -424,6 +522,10 @@ def _card_embed(card: Card, plan: _Plan, severity: str | None, shared_by: str | 
         if card.prevention_tips and plan.prevention:
             value = _list_value(card.prevention_tips, False, FIELD_VALUE_MAX)
             embed.add_field(name="Prevention", value=value, inline=False)
+    consequences = [item for item in card.consequences if one_line(item)]
+    if consequences:
+        value = _code_list_value(consequences, min(plan.consequences, FIELD_VALUE_MAX))
+        embed.add_field(name=CONSEQUENCES_NAME, value=value, inline=False)
     if card.source_label or card.source_url:
         label = card.source_label or "source"
         label = label if len(label) <= 200 else ELLIPSIS + label[-199:]
@@ -439,9 +541,11 @@ def _card_embed(card: Card, plan: _Plan, severity: str | None, shared_by: str | 
 
 
 def card_embed(card: Card, *, severity: str | None = None, shared_by: str | None = None) -> discord.Embed:
-    """The card as one embed within every limit: over 6,000 it drops the prevention tips, then shows less
-    of the fix, then cuts the longest prose, never below a readable floor."""
-    plan = _Plan()
+    """The card as one embed within every limit: where the panic is raised, what the releases say and the
+    condition that fires it open the description, before the cause; the paste's other panics that follow
+    from this one come before the source. Over 6,000 it drops the prevention tips, then shows less of the
+    fix, then cuts the longest prose or list, never below a readable floor."""
+    plan = _Plan(consequences=FIELD_VALUE_MAX if card.consequences else 0)
     while True:
         embed = _card_embed(card, plan, severity, shared_by)
         if embed_size(embed) <= EMBEDS_TOTAL_MAX or not plan.squeeze():
