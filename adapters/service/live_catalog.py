@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.service.logs import log_summary
 from bot.records import Catalog, catalog_files, default_catalog, load_catalog
 from bot.service import PanicLookup
 
@@ -36,8 +37,8 @@ def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
     """A PanicLookup over `paths` (the embedded data set when empty); bad lines are reported, not fatal."""
     catalog: Catalog = load_catalog(paths) if paths else default_catalog()
     problems = [str(problem) for problem in catalog.errors]
-    for duplicate in catalog.duplicates:
-        log.warning("catalog: %s", duplicate)
+    # One line however many: a catalog built by concatenation can hold tens of thousands of duplicates.
+    log_summary(log, logging.WARNING, "duplicate ids in the catalog (later records kept)", catalog.duplicates)
     if not catalog.entries:
         raise CatalogLoadError("; ".join(problems[:5]) or "no record found")
     sources = list(paths) or ["embedded default data set"]
@@ -91,8 +92,7 @@ class LiveLookup:
         return getattr(self.current, name)
 
     def _announce(self, report: LoadReport) -> None:
-        for problem in report.problems[:20]:
-            log.warning("catalog problem: %s", problem)
+        log_summary(log, logging.WARNING, "problems in the catalog (lines skipped)", report.problems)
         log.info("catalog serving %d records from %s", report.records, ", ".join(report.sources))
         if self._on_loaded is not None:
             self._on_loaded(self.current, report)
