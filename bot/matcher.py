@@ -647,6 +647,16 @@ class Matcher:
             if panic.kind == "header" and _a_small_part(found, specific, same_file):
                 # `float tensor` inside a long panic message of the user's own: a phrase, not the message.
                 confidence = min(confidence, KNOWN_MIN_CONFIDENCE - 0.05)
+            if (
+                panic.kind == "header"
+                and panic.location is not None
+                and specific < AUTO_REPLY_MIN_SPECIFICITY
+                and found.location_points == 0.0
+                and self._paths[record_index]
+            ):
+                # `(.+?) failed: (.+?)` fits any message with "failed: " in it: from a file that is not
+                # the pattern's own (an assertion in the user's code), that is a guess, not an answer.
+                confidence = min(confidence, KNOWN_MIN_CONFIDENCE - 0.05)
             return max(0.0, min(0.995, confidence))
         if found.fuzzy > 0.0:
             return max(0.0, min(0.85, (found.fuzzy - 0.35) * 1.3))
@@ -655,6 +665,10 @@ class Matcher:
 
     def _auto_reply(self, panic: Panic, ranked: tuple[Match, ...]) -> bool:
         return self.may_auto_reply(panic, ranked[0])
+
+    def specificity(self, record_index: int) -> int:
+        """Literal characters (letters and digits) of a record's pattern: how much of a message it pins."""
+        return self._specificity[record_index]
 
     def may_auto_reply(self, panic: Panic, top: Match) -> bool:
         """Post unasked only for a confident pattern match on a specific message."""

@@ -216,7 +216,7 @@ class ReleaseTable:
                     release = by_ref.get((repo, str(ref)))
                     if release is None:
                         continue
-                    for item in group.get("sites", ())[:1]:  # the first site of the message in the file
+                    for item in group.get("sites", ()):  # every site of the message in the file
                         found.append(
                             Site(
                                 release,
@@ -230,7 +230,7 @@ class ReleaseTable:
                                 item.get("panicsDoc"),
                             )
                         )
-            found.sort(key=lambda site: site.release.order)
+            found.sort(key=lambda site: site.release.order)  # stable: a release's sites stay in line order
 
     def alias(self, record_id: str, covered_id: str) -> None:
         """An analysed record that covers a harvested one takes over its releases."""
@@ -319,8 +319,12 @@ class ReleaseTable:
         return self.sites.get(record_id, ())
 
     def newest_site(self, record_id: str) -> Site | None:
+        """The first site (in the file) of the newest release that has the record."""
         sites = self.sites.get(record_id)
-        return sites[-1] if sites else None
+        if not sites:
+            return None
+        newest = sites[-1].release
+        return next(site for site in sites if site.release == newest)
 
     def gone_since(self, record_id: str) -> Release | None:
         """The first release of the repository, after the newest one with the site, that no longer has it."""
@@ -366,14 +370,30 @@ class ReleaseTable:
                 return found
         return []
 
-    def site_in(self, record_id: str, releases: Sequence[Release]) -> Site | None:
-        """The record's site in the first of `releases` that has it."""
+    def site_in(self, record_id: str, releases: Sequence[Release], line: int | None = None) -> Site | None:
+        """The record's site in the first of `releases` that has it: of a message raised at several lines of
+        the file, the one nearest `line` (the pasted line), else the first."""
         sites = self.sites.get(record_id, ())
         for release in releases:
-            for site in sites:
-                if site.release == release:
-                    return site
+            here = [site for site in sites if site.release == release]
+            if here:
+                return nearest_site(here, line)
         return None
+
+    def nearest_release_site(self, record_id: str, line: int) -> Site | None:
+        """With no release named: the site, over every release, whose line is nearest the pasted one (the
+        newest release on a tie): a checkout between two releases still finds its lines."""
+        sites = self.sites.get(record_id, ())
+        if not sites:
+            return None
+        return min(reversed(sites), key=lambda site: abs(site.line - line))
+
+
+def nearest_site(sites: Sequence[Site], line: int | None) -> Site:
+    """The site nearest `line` (the first one without a line)."""
+    if line is None:
+        return sites[0]
+    return min(sites, key=lambda site: abs(site.line - line))
 
 
 def _release_order(release: Release) -> tuple[tuple[int, int, int, int, str], str, str]:

@@ -52,10 +52,85 @@ class PanicLookup:
         hints = tuple(hints_in_text(text))
         if hints:
             result = dataclasses.replace(result, version_hints=hints)
+        result = self._cause_by_site(result)
         result = self._by_release(result)
+        result = self._prefer_analysed(result)
+        result = self._prefer_current(result)
         if result.auto_reply and result.best is not None and is_runtime(result.best.record):
             result = dataclasses.replace(result, auto_reply=self._runtime_may_auto_reply(result))
+        answered = result.answer_panic
+        if result.auto_reply and answered is not None and result.panics[answered].follow_on:
+            # An echo answered because no cause had a record: the card may be right, but it is not the
+            # answer to what went wrong, so it is never posted unasked.
+            result = dataclasses.replace(result, auto_reply=False)
         return dataclasses.replace(result, matches=_shown(result.matches)[:limit])
+
+    def _cause_by_site(self, result: LookupResult) -> LookupResult:
+        """A cause whose message no record matched (mangled by a progress bar, reworded since) but whose
+        pasted line is an exact site of the release the paste names is answered there, before any echo."""
+        answered = result.answer_panic
+        if answered is None or not result.panics[answered].follow_on:
+            return result
+        for index, panic in enumerate(result.panics):
+            if panic.follow_on or index == answered:
+                continue
+            hints = _paste_hints(panic, result.version_hints)
+            if not hints or panic.location is None:
+                continue
+            found = self._exact_sites(panic, hints)
+            if len(found) == 1:
+                site = self._site_in_release(found[0], hints, panic.location.line)
+                where = f"{site.crate} {site.version or site.release.name}" if site else "that release"
+                reason = Reason("site", f"same file and line as the site in {where}")
+                answer = dataclasses.replace(
+                    found[0], panic_index=index, known=True, confidence=SITE_CONFIDENCE, reasons=(reason,)
+                )
+                return dataclasses.replace(result, matches=(answer,), answer_panic=index, auto_reply=False)
+        return result
+
+    def _prefer_analysed(self, result: LookupResult) -> LookupResult:
+        """A bare harvested record that won on location (`wgpu error: {err}` in the file that raises every
+        wgpu error) gives way to an analysed record whose whole, more literal pattern also matched."""
+        best = result.best
+        if best is None or best.record.has_analysis:
+            return result
+        specific = self.matcher.specificity(best.record_index)
+        for position, match in enumerate(result.matches[1:], start=1):
+            if (
+                match.known
+                and match.record.has_analysis
+                and match.panic_index == best.panic_index
+                and _full_pattern_match(match)
+                and self.matcher.specificity(match.record_index) > specific
+            ):
+                panic = result.panics[match.panic_index]
+                auto = self.matcher.may_auto_reply(panic, match)
+                matches = (match, *result.matches[:position], *result.matches[position + 1 :])
+                return dataclasses.replace(result, matches=matches, auto_reply=auto)
+        return result
+
+    def _prefer_current(self, result: LookupResult) -> LookupResult:
+        """With no release named, of two records of one message (a file that moved), the one still raised
+        in the newest release comes first: `burn-ir/src/handle.rs`, not the `burn-fusion` file gone since
+        v0.14."""
+        best = result.best
+        if best is None or best.panic_index >= len(result.panics):
+            return result
+        panic = result.panics[best.panic_index]
+        releases = self.catalog.releases
+        if panic.location is not None or releases.gone_since(best.record.id) is None:
+            return result
+        for position, match in enumerate(result.matches[1:], start=1):
+            if (
+                match.known
+                and match.record.errorMessage == best.record.errorMessage
+                and match.record.repo == best.record.repo
+                and releases.sites_of(match.record.id)
+                and releases.gone_since(match.record.id) is None
+            ):
+                matches = (match, *result.matches[:position], *result.matches[position + 1 :])
+                return dataclasses.replace(result, matches=matches)
+        return result
 
     def _runtime_may_auto_reply(self, result: LookupResult) -> bool:
         """A runtime panic's card is posted unasked only when it is specific to what happened: a record
@@ -69,7 +144,14 @@ class PanicLookup:
         if extra.get("followOn") or record.errorClass in GENERIC_RUNTIME_CLASSES:
             return False
         site = self.site(result, best)
-        return site is not None and site.repo is not None and site.function is not None
+        # A release guessed from the newest lines may name another function: only a release the paste
+        # names makes the site known.
+        return (
+            site is not None
+            and site.repo is not None
+            and site.function is not None
+            and site.in_pasted_release is True
+        )
 
     def _by_release(self, result: LookupResult) -> LookupResult:
         """What the release a paste reveals decides. Among the messages that match about as well, the one
@@ -125,7 +207,7 @@ class PanicLookup:
         for position, match in enumerate(matches):
             if facts[position][:2] != (0, 0):
                 continue
-            site = self._site_in_release(match, hints)
+            site = self._site_in_release(match, hints, line)
             name = (site.version or site.release.name) if site else ""
             crate = site.crate if site else ""
             reason = Reason("site", f"same file and line as the site in {crate} {name}")
@@ -148,20 +230,22 @@ class PanicLookup:
         releases = self.catalog.releases.candidates(record.repo, sites[-1].crate, hints)
         if not releases:
             return (1, FAR)
-        site = self.catalog.releases.site_in(record.id, releases)
+        site = self.catalog.releases.site_in(record.id, releases, line)
         if site is None:
             return (2, FAR)
         if line is None or not self._same_file(match, panic):
             return (0, FAR)
         return (0, abs(site.line - line))
 
-    def _site_in_release(self, match: Match, hints: list[VersionHint | CheckoutHint]) -> Site | None:
+    def _site_in_release(
+        self, match: Match, hints: list[VersionHint | CheckoutHint], line: int | None = None
+    ) -> Site | None:
         record = match.record
         sites = self.catalog.releases.sites_of(record.id)
         if not sites or record.repo is None:
             return None
         releases = self.catalog.releases.candidates(record.repo, sites[-1].crate, hints)
-        return self.catalog.releases.site_in(record.id, releases)
+        return self.catalog.releases.site_in(record.id, releases, line)
 
     def _exact_sites(self, panic: Panic, hints: list[VersionHint | CheckoutHint]) -> list[Match]:
         """Records whose site, in the release the paste names, is at the pasted file and line."""
@@ -181,7 +265,7 @@ class PanicLookup:
             if record.repo is None:
                 continue
             candidates = releases.candidates(record.repo, sites[-1].crate, hints)
-            site = releases.site_in(record_id, candidates)
+            site = releases.site_in(record_id, candidates, location.line)
             if site is not None and site.line == location.line:
                 found.append(Match.for_record(record, position, panic_index=0))
         return found
@@ -392,7 +476,16 @@ def pasted_site(
         crate_name = crate or crate_of(path, repo)
         crate_version = release.crate_version(crate_name) or version
         ref = release.ref if release.is_tag else release.sha
-        note = "" if pasted else f"The paste names no release: the lines are those of {release.name}."
+        note = ""
+        named = None if pasted else _named_version(hints, crate_name)
+        if named:
+            function = None  # another release's lines would name another function: only the frame's name
+        if not pasted:
+            note = (
+                f"{crate_name} {named} is not in the catalog: the lines shown are those of {release.name}."
+                if named
+                else f"The paste names no release: the lines are those of {release.name}."
+            )
         return AnswerSite(
             repo=repo,
             crate=crate_name,
@@ -420,23 +513,28 @@ def pasted_site(
 def answer_site(
     releases: ReleaseTable, record: Record, panic: Panic | None, declared: tuple[VersionHint, ...] = ()
 ) -> AnswerSite:
-    """The site of `record` in the release the paste reveals, or its newest release."""
+    """The site of `record` in the release the paste reveals; else, when the paste shows the record's file
+    and a line, the release whose site is nearest that line (a checkout between two releases); else the
+    newest release that has it."""
     sites = releases.sites_of(record.id)
     repo = record.repo
     file = record.filePath
-    newest = sites[-1] if sites else None
+    newest = releases.newest_site(record.id)
     crate = (newest.crate if newest else None) or (crate_of(file, repo or "") if file else None)
     if newest is None or repo is None:
         return AnswerSite(repo, crate, None, None, file, record.lineNumber, None, record.githubUrl)
-    candidates = releases.candidates(repo, crate, _paste_hints(panic, declared))
+    hints = _paste_hints(panic, declared)
+    line = panic.location.line if panic is not None and panic.location is not None else None
+    candidates = releases.candidates(repo, crate, hints)
     pasted: Release | None = candidates[0] if candidates else None
     gone = releases.gone_since(record.id)
     gone_version = gone.crate_version(crate) or gone.name if gone else None
     chosen = newest
     in_pasted: bool | None = None
+    guessed = False
     note = ""
     if pasted is not None:
-        at = releases.site_in(record.id, candidates)
+        at = releases.site_in(record.id, candidates, line)
         in_pasted = at is not None
         if at is not None:
             chosen = at
@@ -446,14 +544,26 @@ def answer_site(
             pasted_version = pasted.crate_version(crate) or pasted.name
             span = first if first == last else f"{first} to {last}"
             note = f"Not raised here in {crate} {pasted_version}: this message is in {span}."
+    else:
+        named = _named_version(hints, crate)
+        if named is not None:
+            note = (
+                f"{crate} {named} is not in the catalog: the lines shown are those of {newest.release.name}."
+            )
+        elif line is not None and panic is not None and _same_file_path(panic, file):
+            chosen = releases.nearest_release_site(record.id, line) or newest
+            guessed = chosen != newest  # another release, or another line of the message in the file
+            if chosen.release != newest.release:
+                version_name = chosen.version or chosen.release.name
+                note = f"The paste names no release; its line is that of {crate} {version_name}."
     if gone is not None and not note:
         note = f"No longer raised since {crate} {gone_version}."
     version = chosen.version or None
     release_ref = chosen.release.ref if chosen.release.is_tag else chosen.release.sha
-    # The record's own link unless the paste names a release that has the site: an analysed record links
-    # the code its analysis read.
+    # The record's own link unless the paste names (or its line shows) a release that has the site: an
+    # analysed record links the code its analysis read.
     url = record.githubUrl
-    if in_pasted and file:
+    if (in_pasted or guessed) and file:
         url = github_url(repo, release_ref, file, chosen.line)
     return AnswerSite(
         repo=repo,
@@ -461,7 +571,7 @@ def answer_site(
         version=version,
         release=chosen.release.name,
         file=file,
-        line=chosen.line if in_pasted or record.lineNumber is None else record.lineNumber,
+        line=chosen.line if in_pasted or guessed or record.lineNumber is None else record.lineNumber,
         function=_function_name(chosen),
         url=url,
         fires_when=chosen.condition,
@@ -470,6 +580,24 @@ def answer_site(
         gone_since=gone_version,
         note=note,
     )
+
+
+def _named_version(hints: list[VersionHint | CheckoutHint], crate: str | None) -> str | None:
+    """The version a paste names for `crate` (its own path, a lock entry), when it names one."""
+    if crate is None:
+        return None
+    wanted = crate.replace("_", "-")
+    for hint in hints:
+        if isinstance(hint, VersionHint) and hint.exact and hint.crate.replace("_", "-") == wanted:
+            return hint.version
+    return None
+
+
+def _same_file_path(panic: Panic, file: str | None) -> bool:
+    if panic.location is None or not file:
+        return False
+    own = path_parts(file)
+    return common_suffix_length(path_parts(panic.location.path), own) >= min(len(own), 3)
 
 
 def panic_json(panic: Panic) -> dict[str, Any]:
