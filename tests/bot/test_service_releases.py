@@ -1,0 +1,93 @@
+"""What the release a paste reveals does to the answer and its site, on the embedded catalog: shapes seen in
+real pastes of public Burn issues (several sites of one message in a file, a checkout between releases, a
+cause mangled by a progress bar before its echo, a dependency release the catalog lacks, a short pattern
+from another file)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.records import default_catalog
+from bot.service import PanicLookup
+
+REGISTRY = "/home/dev/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f"
+CHECKOUT = "/home/dev/.cargo/git/checkouts/burn-6c277d792b0d5d7a"
+NOTE = "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+
+
+@pytest.fixture(scope="module")
+def service() -> PanicLookup:
+    return PanicLookup(default_catalog())
+
+
+def paste(location: str, message: str) -> str:
+    return f"thread 'main' panicked at {location}:\n{message}\n{NOTE}\n"
+
+
+def test_a_message_raised_at_three_lines_answers_with_the_pasted_one(service: PanicLookup) -> None:
+    result = service.lookup(
+        paste(f"{REGISTRY}/onnx-ir-0.20.0/src/node/padding.rs:136:9", "Asymmetric padding is not supported")
+    )
+    site = service.site(result)
+    assert result.best is not None and result.best.record.filePath == "crates/onnx-ir/src/node/padding.rs"
+    assert site is not None
+    assert (site.version, site.line, site.function) == ("0.20.0", 136, "padding_config_2d")
+    assert site.in_pasted_release is True
+    assert site.url is not None and "/blob/v0.20.0/" in site.url and site.url.endswith("#L136")
+
+
+def test_a_checkout_between_releases_shows_the_release_whose_line_it_is(service: PanicLookup) -> None:
+    # 1f5ccd4 is no harvested release: the pasted line is that of v0.18.0 (the newest has it at 1139).
+    result = service.lookup(
+        paste(
+            f"{CHECKOUT}/1f5ccd4/crates/onnx-ir/src/from_onnx.rs:377:13", "Nodes are not topologically sorted"
+        )
+    )
+    site = service.site(result)
+    assert site is not None
+    assert (site.version, site.line) == ("0.18.0", 377)
+    assert site.in_pasted_release is None
+    assert "names no release" in site.note
+
+
+def test_a_cause_at_an_exact_site_is_answered_before_its_echo(service: PanicLookup) -> None:
+    mangled = "[00:01:02] ███████░░ 9996/10000 == PANIC ===handle for tensor TensorId { value: 12 }"
+    text = paste(f"{REGISTRY}/burn-tensor-0.16.0/src/repr/handle.rs:73:9", mangled) + paste(
+        "src/train.rs:88:14",
+        "Can send message to checkpointer thread.: SendError { .. }",
+    )
+    result = service.lookup(text)
+    assert result.answer_panic == 0
+    assert result.best is not None and result.best.record.filePath == "crates/burn-tensor/src/repr/handle.rs"
+    assert result.auto_reply is False
+
+
+def test_an_echo_answered_for_want_of_a_cause_is_never_posted_unasked(service: PanicLookup) -> None:
+    text = paste("src/main.rs:104:25", "batch loader failed") + paste(
+        "src/main.rs:109:44", "called `Result::unwrap()` on an `Err` value: PoisonError { .. }"
+    )
+    result = service.lookup(text)
+    assert result.best is not None and result.best.record.slug == "result-unwrap-poison-error"
+    assert result.panics[result.answer_panic or 0].follow_on
+    assert result.auto_reply is False
+
+
+def test_a_dependency_release_the_catalog_lacks_is_said(service: PanicLookup) -> None:
+    result = service.lookup(
+        paste(f"{REGISTRY}/wgpu-25.0.2/src/backend/wgpu_core.rs:1410:26", "wgpu error: Validation Error")
+    )
+    site = service.site(result)
+    assert result.best is not None and result.best.record.has_analysis
+    assert site is not None and "wgpu 25.0.2 is not in the catalog" in site.note
+    assert site.function is None  # v22.1.0's lines would name another function
+    assert result.auto_reply is False
+
+
+def test_a_short_pattern_from_another_file_is_not_the_answer(service: PanicLookup) -> None:
+    message = (
+        "assertion `left == right` failed: Autodiff context mismatch: all tensors must share a context\n"
+        "  left: Disabled\n right: Enabled"
+    )
+    result = service.lookup(paste("src/model.rs:11:1", message))
+    assert result.best is None or result.best.record.repo != "gfx-rs/wgpu"
+    assert result.auto_reply is False
