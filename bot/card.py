@@ -47,6 +47,8 @@ class Card:
     """What the releases say: "No longer raised since burn-fusion 0.20.0." (often the whole answer)."""
     consequences: tuple[str, ...] = ()
     """First lines (redacted) of the paste's other panics that follow from this one (echoes, not causes)."""
+    panics_doc: str = ""
+    """The `# Panics` section of the doc of the function that raises it, when it has one (its own words)."""
 
     @property
     def summary(self) -> str:
@@ -76,6 +78,7 @@ def build_card(
     release_note: str = "",
     source_url: str = "",
     consequences: tuple[str, ...] = (),
+    panics_doc: str = "",
 ) -> Card:
     """The card for a match. The title is the message as pasted (first line), else the catalogued one.
 
@@ -117,6 +120,7 @@ def build_card(
             for text in consequences
             if text.strip()
         )[:MAX_CONSEQUENCES],
+        panics_doc=panics_doc,
     )
 
 
@@ -129,6 +133,8 @@ def render_markdown(card: Card) -> str:
         lines += [f"**Release:** {card.release_note}", ""]
     if card.fires_when:
         lines += [f"**Fires when:** `{card.fires_when}`", ""]
+    if card.panics_doc:
+        lines += [f"**Its docs say it panics:** {card.panics_doc}", ""]
     if card.cause:
         lines += [f"**What it means:** {card.cause}", ""]
     if card.when:

@@ -344,6 +344,7 @@ class PanicLookup:
             release_note=site.note,
             source_url=site.url or "",
             consequences=echoes,
+            panics_doc=site.panics_doc or "",
         )
 
 

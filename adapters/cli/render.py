@@ -38,6 +38,8 @@ def card_renderable(card: Card) -> RenderableType:
         section("Release:", card.release_note)
     if card.fires_when:
         section("Fires when:", card.fires_when)
+    if card.panics_doc:
+        section("Its docs say it panics:", card.panics_doc)
     if card.cause:
         section("What it means:" if card.has_analysis else "Note:", card.cause)
     if card.when:

@@ -49,6 +49,7 @@ QUOTE_MAX = 300
 WHERE_MAX = 300
 RELEASE_NOTE_MAX = 500
 FIRES_WHEN_MAX = 300
+PANICS_DOC_MAX = 300
 CONSEQUENCE_MAX = 300
 CONSEQUENCES_NAME = "Also in this paste, following from this panic"
 # Autocomplete runs on every keystroke: a huge paste is looked up by its start only.
@@ -423,6 +424,8 @@ def _facts(card: Card) -> str:
         lines.append("**Release:** " + cut(plain(release), RELEASE_NOTE_MAX))
     if one_line(card.fires_when):
         lines.append("**Fires when:** " + _code_span(card.fires_when, FIRES_WHEN_MAX))
+    if doc := one_line(card.panics_doc):
+        lines.append("**Its docs say it panics:** " + cut(plain(doc), PANICS_DOC_MAX))
     return "\n".join(lines)
 
 

@@ -54,6 +54,7 @@ SHRINK = 0.9
 WHERE_MAX = 300
 RELEASE_NOTE_MAX = 600
 FIRES_WHEN_MAX = 300
+PANICS_DOC_MAX = 300
 CONSEQUENCE_MAX = 300
 CONSEQUENCES_LABEL = "*Also in this paste, following from this panic*"
 
@@ -230,6 +231,7 @@ def _fact_limits(card: Card) -> dict[str, int]:
         "where": min(len(where), WHERE_MAX),
         "release": min(len(release), RELEASE_NOTE_MAX),
         "fires": len(fires),
+        "panics": min(len(escape_mrkdwn(_one_line(card.panics_doc))), PANICS_DOC_MAX),
         # The list keeps room for its "…and N more" line: with that room, all of it is shown.
         "consequences": min(len(listed) + 20, SECTION_MAX) if listed else 0,
     }
@@ -249,6 +251,9 @@ def _facts_text(card: Card, limits: dict[str, int]) -> str:
         lines.append("*Release:* " + _cut(escape_mrkdwn(_one_line(card.release_note)), limits["release"]))
     if limits["fires"]:
         lines.append("*Fires when:* " + _inline_code(card.fires_when, limits["fires"]))
+    if limits["panics"]:
+        doc = _cut(escape_mrkdwn(_one_line(card.panics_doc)), limits["panics"])
+        lines.append("*Its docs say it panics:* " + doc)
     return "\n".join(lines)
 
 
@@ -368,7 +373,7 @@ class _Plan:
             return True
         # Asked for the whole fix, the reader gives up the prose first, and the site facts (where, release,
         # condition: often the whole answer) only after the fix. Largest first, short facts go last anyway.
-        facts = ["where", "release", "fires"]
+        facts = ["where", "release", "fires", "panics"]
         order = ["cause", "when", "context", "consequences"]
         order += [] if full_fix else ["fix", *facts]
         candidates = [name for name in order if self.limits[name] > self._floor(name)]

@@ -225,6 +225,7 @@ def maximal(card: Card, char: str = "x") -> Card:
         where=f"burn-{char * 3_000} 0.21.0, {char * 3_000}.rs:49 in `{'@everyone' * 400}::f`",
         release_note=f"No longer raised since {char * 5_000} & <{char * 5_000}>.",
         fires_when=f"{'<' * 4_000} != `{char * 4_000}`",
+        panics_doc=f"If the shapes *differ* @everyone {char * 5_000}",
         consequences=tuple(f"echo {n} @everyone " + char * 5_000 for n in range(40)),
     )
 
@@ -327,3 +328,13 @@ def test_a_built_card_without_a_site_shows_no_facts() -> None:
     message = card_message(card, ephemeral=False)
     assert facts(message) == []
     assert CONSEQUENCES not in fields(assert_valid(message))
+
+
+def test_the_panics_doc_opens_the_description_escaped_and_cut(avg_pool: Card) -> None:
+    card = dataclasses.replace(avg_pool, panics_doc="If the padding is *not* symmetric @everyone " * 20)
+    description = embed(card_message(card, ephemeral=False)).get("description") or ""
+    line = next(line for line in description.split("\n") if line.startswith("**Its docs say it panics:** "))
+    assert "@everyone" not in line and "\\*not\\*" in line
+    assert units(line) <= len("**Its docs say it panics:** ") + render.PANICS_DOC_MAX
+    empty = dataclasses.replace(card, panics_doc="")
+    assert "Its docs say" not in (embed(card_message(empty, ephemeral=False)).get("description") or "")

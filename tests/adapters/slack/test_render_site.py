@@ -217,6 +217,7 @@ def maximal(card: Card, char: str = "x") -> Card:
         where=f"burn-{char * 3_000} 0.21.0, {char * 3_000}.rs:49 in `{'<' * 3_000}::f`",
         release_note=f"No longer raised since {char * 5_000} & <{char * 5_000}>.",
         fires_when=f"{'<' * 4_000} != `{char * 4_000}`",
+        panics_doc=f"If the shapes <differ> & {char * 5_000}",
         consequences=tuple(f"echo {n} <@U{n}> " + char * 5_000 for n in range(40)),
     )
 
@@ -235,7 +236,10 @@ def test_every_field_at_its_maximum_stays_valid(avg_pool: Card, char: str) -> No
             shown = facts(message)
             if shown:
                 assert all(line.count("`") % 2 == 0 for line in shown.split("\n")), shown
-                assert len(shown) <= render.WHERE_MAX + render.RELEASE_NOTE_MAX + render.FIRES_WHEN_MAX + 50
+                caps = (
+                    render.WHERE_MAX + render.RELEASE_NOTE_MAX + render.FIRES_WHEN_MAX + render.PANICS_DOC_MAX
+                )
+                assert len(shown) <= caps + 80
             listed = consequences(message)
             if listed:
                 assert re.search(r"\n_…and \d+ more_$", listed), listed
@@ -260,7 +264,9 @@ def test_long_facts_are_cut_with_an_ellipsis_and_closed_code(sited: Card) -> Non
 
 
 def test_a_tight_message_gives_up_the_prose_before_the_facts(avg_pool: Card) -> None:
-    card = dataclasses.replace(maximal(avg_pool), where=WHERE, release_note=RELEASE, fires_when=FIRES)
+    card = dataclasses.replace(
+        maximal(avg_pool), where=WHERE, release_note=RELEASE, fires_when=FIRES, panics_doc=""
+    )
     message = card_message(card, ephemeral=True, record_id="r")
     assert_slack_accepts(message)
     assert facts(message) == f"*Where:* {WHERE}\n*Release:* {RELEASE}\n*Fires when:* `{FIRES}`"
@@ -343,3 +349,16 @@ def test_a_built_card_without_a_site_shows_no_facts() -> None:
     message = card_message(card, ephemeral=False, record_id="r1")
     assert_slack_accepts(message)
     assert facts(message) == "" and consequences(message) == ""
+
+
+def test_the_panics_doc_is_a_fact_line_escaped_and_cut(avg_pool: Card) -> None:
+    card = dataclasses.replace(
+        avg_pool, where=WHERE, panics_doc="If the padding is <negative> & *not* symmetric " * 20
+    )
+    shown = facts(card_message(card, ephemeral=False, record_id="r"))
+    line = next(line for line in shown.split("\n") if line.startswith("*Its docs say it panics:* "))
+    assert "&lt;negative&gt; &amp;" in line and "<negative>" not in line
+    assert len(line) <= len("*Its docs say it panics:* ") + render.PANICS_DOC_MAX
+    assert line.endswith("…")
+    empty = dataclasses.replace(card, panics_doc=" ")
+    assert "Its docs say" not in facts(card_message(empty, ephemeral=False, record_id="r"))
