@@ -10,9 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.state import CooldownGate
-from bot.card import Card
-from bot.matcher import LookupResult
-from bot.service import PanicLookup
+from bot import Card, Lookup, LookupResult
 
 
 def paste_digest(text: str) -> str:
@@ -21,7 +19,7 @@ def paste_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
-def unasked_card(service: PanicLookup, result: LookupResult) -> Card | None:
+def unasked_card(service: Lookup, result: LookupResult) -> Card | None:
     """The card to post without being asked: only for a lookup confident enough to auto-reply."""
     return service.card(result) if result.auto_reply else None
 

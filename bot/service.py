@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Any
 
+from bot.autocomplete import Autocomplete
 from bot.card import Card, build_card
 from bot.extract import Panic
 from bot.harvest import crate_of, github_url
@@ -27,6 +29,8 @@ RUNTIME_TAG = "rust-runtime-panic"
 GENERIC_RUNTIME_CLASSES = frozenset({None, "Result", "Option"})
 # A nearby record under this confidence says nothing: it is not listed (rows of 0 % read as noise).
 MIN_SHOWN_CONFIDENCE = 0.05
+# Autocomplete reads at most this much of what is typed.
+AUTOCOMPLETE_QUERY_MAX = 1_000
 
 
 class PanicLookup:
@@ -300,6 +304,26 @@ class PanicLookup:
 
     def dataset_version(self, record_id: str) -> str | None:
         return self._versions.get(record_id)
+
+    @functools.cached_property
+    def autocomplete(self) -> Autocomplete:
+        """The index that suggests records while someone types (built on first use, once per catalog)."""
+        return Autocomplete(self.matcher.records)
+
+    def suggest(self, current: str, limit: int = 25) -> list[Record]:
+        """Records for what someone is typing: messages containing it (earliest first), tags starting with
+        it, then the lookup's best guesses; with nothing typed, analysed records first."""
+        query = " ".join(current[:AUTOCOMPLETE_QUERY_MAX].split()).lower()
+        if not query:
+            return self.autocomplete.analysed_first(limit)
+        guessed = [match.record for match in self.lookup(current[:AUTOCOMPLETE_QUERY_MAX], limit=10).matches]
+        picked: dict[str, Record] = {}
+        by_message = self.autocomplete.by_message(query, limit)
+        for record in [*by_message, *self.autocomplete.by_tag(query), *guessed]:
+            picked.setdefault(record.id, record)
+            if len(picked) == limit:
+                break
+        return list(picked.values())
 
     def record(self, record_id: str) -> Record | None:
         position = self._positions.get(record_id)

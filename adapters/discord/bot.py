@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -21,24 +20,12 @@ import yarl
 from discord import app_commands
 from discord.gateway import DiscordWebSocket
 
-from adapters.answers import follow_edit, paste_digest, unasked_card, undo_edit
-from adapters.chat import REPLY_TTL_SECONDS, PostedReply
+from adapters import chat
 from adapters.discord import render
 from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
 from adapters.discord.settings import DiscordSettings
-from adapters.observe import Observer, Observers
-from adapters.shared_state import RATE_LIMITED_MESSAGE, RateLimit
-from adapters.state import (
-    Clock,
-    Cooldown,
-    CooldownGate,
-    ExpiringMap,
-    FeedbackStore,
-    InMemoryFeedbackStore,
-)
-from bot.card import Card
-from bot.matcher import LookupResult
-from bot.service import PanicLookup
+from adapters.state import ExpiringMap
+from bot import Card, Lookup, LookupResult
 
 log = logging.getLogger("panicbot.discord")
 
@@ -57,60 +44,24 @@ _PASTE_TYPES = {discord.MessageType.default, discord.MessageType.reply}
 
 
 @dataclass
-class DiscordState:
-    """Everything the handlers remember, built once per process (all shards share it)."""
+class DiscordState(chat.ChatState[int]):
+    """Everything the handlers remember, built once per process (all shards share it). Unasked replies
+    are keyed by the paste's message id; the per-user limit counts what a user asks for (slash command,
+    message command, mention), as on Slack."""
 
-    clock: Clock = time.monotonic
-    cooldown_seconds: float = 600.0
-    feedback: FeedbackStore = field(default_factory=InMemoryFeedbackStore)
-    observer: Observer = field(default_factory=Observers)
+    platform = PLATFORM
     attachment_max_bytes: int = ATTACHMENT_MAX_BYTES
-    # Shared across processes (shards split over several) when the deployment passes a Redis-backed one.
-    cooldown: CooldownGate | None = None
-    # Per user, on what a user asks for (slash command, message command, mention), as on Slack; unasked
-    # replies are held back by the channel cooldown instead. None: no limit.
-    rate_limit: RateLimit | None = None
     # True from READY until a disconnect, again once resumed: what a readiness probe reports.
     connected: bool = field(default=False, init=False)
-    # Handlers running now (discord.py runs each event in a task): a graceful stop lets them finish, and
-    # takes no new work once it has begun.
-    pending: set[asyncio.Task[Any]] = field(default_factory=set, init=False)
-    stopping: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
-        if self.cooldown is None:
-            self.cooldown = Cooldown(self.cooldown_seconds, self.clock)
-        # paste message id -> our reply; reply id -> paste message id (a deleted reply is forgotten).
-        self.replies: ExpiringMap[int, PostedReply] = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
-        self.reply_sources: ExpiringMap[int, int] = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
+        super().__post_init__()
         # channel id -> its parent's id (0: none) for threads the client had not cached.
         self.thread_parents: ExpiringMap[int, int] = ExpiringMap(24 * 3600, 10_000, self.clock)
 
-    @property
-    def gate(self) -> CooldownGate:
-        """The cooldown, given or in-process (never None after construction)."""
-        assert self.cooldown is not None
-        return self.cooldown
 
-    def track(self) -> bool:
-        """Count the running handler as in flight until it ends; False once stopping (it should return)."""
-        if self.stopping:
-            return False
-        task = asyncio.current_task()
-        if task is not None and task not in self.pending:
-            self.pending.add(task)
-            task.add_done_callback(self.pending.discard)
-        return True
-
-    async def drain(self, timeout: float) -> None:
-        """Take no new work and let the handlers in flight finish, for at most `timeout` seconds."""
-        self.stopping = True
-        running = {task for task in self.pending if task is not asyncio.current_task()}
-        if not running:
-            return
-        _, late = await asyncio.wait(running, timeout=timeout)
-        if late:
-            log.warning("stopping with %d Discord handler(s) still running", len(late))
+def _reply_key(reply: chat.PostedReply) -> int:
+    return int(reply.reply_id)
 
 
 def panic_intents(settings: DiscordSettings) -> discord.Intents:
@@ -269,11 +220,13 @@ class PanicHandlers:
     """What the bot does; the client classes below only route discord.py's events here."""
 
     def __init__(
-        self, client: discord.Client, settings: DiscordSettings, service: PanicLookup, state: DiscordState
+        self, client: discord.Client, settings: DiscordSettings, service: Lookup, state: DiscordState
     ) -> None:
         self.client, self.settings, self.service, self.state = client, settings, service, state
+        self.flows = chat.ChatFlows(PLATFORM, service, state, _reply_key)
         self._keys_of: object = None
         self._keys = render.RecordKeys(())
+        self._suggests_for: object = None
 
     @property
     def keys(self) -> render.RecordKeys:
@@ -290,17 +243,7 @@ class PanicHandlers:
 
     def too_many(self, user_id: int) -> bool:
         """True when this user has asked more than the per-user limit allows (one person cannot flood)."""
-        limiter = self.state.rate_limit
-        if limiter is None or limiter.allow(str(user_id)):
-            return False
-        log.info("user %s is over the per-user limit: not answered", user_id)
-        return True
-
-    def lookup(self, text: str, limit: int = 5) -> LookupResult:
-        started = time.perf_counter()
-        result = self.service.lookup(text, limit=limit)
-        self.state.observer.looked_up(PLATFORM, result, time.perf_counter() - started)
-        return result
+        return self.flows.too_many(str(user_id))
 
     # -- reading pastes -----------------------------------------------------------------------------------
 
@@ -379,19 +322,15 @@ class PanicHandlers:
     def answer(self, text: str, *, ephemeral: bool, asker_id: int) -> DiscordMessage:
         """The message for a paste or query: a card, "no known record", or usage for an empty one."""
         text = text.strip()
-        if not text or text.lower() == "help":
-            return render.usage_message()
         if text.startswith(render.ID_PREFIX):
             # A pick from autocomplete names its record exactly.
-            chosen = self.service.card_for_record(self.keys.resolve(text.removeprefix(render.ID_PREFIX)), 1.0)
+            chosen = self.flows.card_for(self.keys.resolve(text.removeprefix(render.ID_PREFIX)), 1.0)
             if chosen is not None:
                 return self._card(chosen, ephemeral=ephemeral, asker_id=asker_id)
-        result = self.lookup(text)
-        card = self.service.card(result)
-        if card is None:
-            return render.no_match_message(result, query=text)
-        options = render.match_options(result.matches, card.record_id) if ephemeral else []
-        return self._card(card, ephemeral=ephemeral, asker_id=asker_id, options=options)
+        return self.render_answer(self.flows.answer(text), ephemeral=ephemeral, asker_id=asker_id)
+
+    def render_answer(self, answer: chat.Answer, *, ephemeral: bool, asker_id: int) -> DiscordMessage:
+        return answer.shown(DiscordView(self, ephemeral=ephemeral, asker_id=asker_id))
 
     # -- messages -----------------------------------------------------------------------------------------
 
@@ -408,29 +347,8 @@ class PanicHandlers:
 
     async def auto_reply(self, message: discord.Message) -> None:
         text = await self.paste_text(message)
-        card = unasked_card(self.service, self.lookup(text))
-        if card is None:
-            return
-        place = str(message.channel.id)
-        if not self.state.gate.allow(place, card.record_id):
-            log.info("record %s answered in %s within the cooldown: not again", card.record_id, place)
-            return
-        reply = await self._reply(
-            message, self._card(card, ephemeral=False, asker_id=message.author.id), "auto-reply"
-        )
-        if reply is None:
-            self.state.gate.release(place, card.record_id)
-            return
-        log.info("auto-replied to message %s in %s with record %s", message.id, place, card.record_id)
-        self.state.observer.auto_replied(PLATFORM, card.record_id)
-        self._remember(
-            message.id,
-            PostedReply(str(message.channel.id), str(reply.id), card.record_id, paste_digest(text)),
-        )
-
-    def _remember(self, source_id: int, posted: PostedReply) -> None:
-        self.state.replies.put(source_id, posted)
-        self.state.reply_sources.put(int(posted.reply_id), source_id)
+        paste = chat.Paste(message.id, str(message.channel.id), text, str(message.author.id))
+        await self.flows.unasked_reply(paste, DiscordReplier(self, message.author.id, message=message))
 
     async def on_mention(self, message: discord.Message) -> None:
         """The card for the paste in the mention, else for the message it replies to. Over the per-user
@@ -473,75 +391,22 @@ class PanicHandlers:
         """An edited paste: the reply is matched again and edited, or removed when it no longer applies."""
         if not self.state.track():
             return
-        posted = self.state.replies.get(payload.message_id)
-        if posted is None:
-            return
+        if self.state.replies.get(payload.message_id) is None:
+            return  # not a paste we answered: its attachments are not read
         text = await self.paste_text(payload.message)
-        outcome = follow_edit(
-            record_id=posted.record_id,
-            digest=posted.paste_digest,
-            text=text,
-            answer=lambda edited: unasked_card(self.service, self.lookup(edited)),
-            gate=self.state.gate,
-            place=posted.channel,
-        )
-        if outcome is None:
-            return  # a link preview or a pin: not a new paste
-        card = outcome.card
-        # Memory first, then Discord: an event handled while a call is in flight sees the new state.
-        if card is None:
-            self.state.replies.pop(payload.message_id)
-            self.state.reply_sources.pop(int(posted.reply_id))
-            await self._delete(int(posted.channel), int(posted.reply_id), "reply to an edited paste")
-            return
-        self._remember(
-            payload.message_id,
-            PostedReply(posted.channel, posted.reply_id, card.record_id, paste_digest(text)),
-        )
-        message = self._card(card, ephemeral=False, asker_id=payload.message.author.id)
-        channel = self.client.get_partial_messageable(int(posted.channel), guild_id=payload.guild_id)
-        try:
-            await channel.get_partial_message(int(posted.reply_id)).edit(**_send_kwargs(message))
-        except discord.HTTPException as exc:
-            self._refused(exc, "editing reply %s in %s", posted.reply_id, posted.channel)
-            gone = isinstance(exc, discord.NotFound)
-            if gone:
-                self._forget(int(posted.reply_id))
-            else:
-                self._remember(payload.message_id, posted)  # it still shows what it showed
-            undo_edit(
-                self.state.gate,
-                posted.channel,
-                shown=card.record_id,
-                previous=posted.record_id,
-                reply_gone=gone,
-            )
+        replier = DiscordReplier(self, payload.message.author.id, guild_id=payload.guild_id)
+        await self.flows.edited(payload.message_id, text, replier)
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         if not self.state.track():
             return
-        await self._gone(payload.message_id)
+        await self.flows.deleted(payload.message_id, DiscordReplier(self))
 
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
         if not self.state.track():
             return
         for message_id in payload.message_ids:
-            await self._gone(message_id)
-
-    async def _gone(self, message_id: int) -> None:
-        """A deleted paste takes our reply with it (and frees the cooldown); a deleted reply is forgotten."""
-        posted = self.state.replies.pop(message_id)
-        self._forget(message_id)
-        if posted is not None:
-            self.state.reply_sources.pop(int(posted.reply_id))
-            self.state.gate.release(posted.channel, posted.record_id)
-            await self._delete(int(posted.channel), int(posted.reply_id), "reply to a deleted paste")
-
-    def _forget(self, reply_id: int) -> None:
-        """Our reply is gone: its paste no longer has one to edit or delete."""
-        source = self.state.reply_sources.pop(reply_id)
-        if source is not None:
-            self.state.replies.pop(source)
+            await self.flows.deleted(message_id, DiscordReplier(self))
 
     # -- application commands -----------------------------------------------------------------------------
 
@@ -550,32 +415,35 @@ class PanicHandlers:
         if not self.state.track():
             return
         if self.too_many(interaction.user.id):
-            await self.respond(interaction, render.error_message(RATE_LIMITED_MESSAGE), ephemeral=True)
+            await self.respond(interaction, render.error_message(chat.RATE_LIMITED_MESSAGE), ephemeral=True)
             return
         message = self.answer(query, ephemeral=not public, asker_id=interaction.user.id)
         await self.respond(interaction, message, ephemeral=not public)
 
     async def on_autocomplete(self, interaction: discord.Interaction[Any], current: str) -> list[Any]:
+        matcher = self.service.matcher
+        if matcher is not self._suggests_for:
+            # A catalog's suggestion index is built once, in a thread: never on the event loop.
+            await asyncio.to_thread(self.service.suggest, "", 1)
+            self._suggests_for = matcher
         return [
             app_commands.Choice(name=name, value=value)
-            for name, value in render.autocomplete_choices(self.service, current)
+            for name, value in autocomplete_choices(self.service, current)
         ]
 
     async def on_explain(self, interaction: discord.Interaction[Any], target: discord.Message) -> None:
         """The message command: its target arrives with its content even without the content intent."""
         if not self.state.track():
             return
-        if self.too_many(interaction.user.id):
-            await self.respond(interaction, render.error_message(RATE_LIMITED_MESSAGE), ephemeral=True)
-            return
-        if any(is_text_attachment(a) for a in target.attachments):
-            # Downloading may take longer than the 3 s Discord waits for an answer.
-            await self._defer(interaction, ephemeral=True)
-        text = await self.paste_text(target)
-        if not text.strip():
-            message = render.error_message("That message has no text to explain.")
-        else:
-            message = self.answer(text, ephemeral=True, asker_id=interaction.user.id)
+
+        async def read() -> str:
+            if any(is_text_attachment(a) for a in target.attachments):
+                # Downloading may take longer than the 3 s Discord waits for an answer.
+                await self._defer(interaction, ephemeral=True)
+            return await self.paste_text(target)
+
+        answer = await self.flows.explain(str(interaction.user.id), read)
+        message = self.render_answer(answer, ephemeral=True, asker_id=interaction.user.id)
         await self.respond(interaction, message, ephemeral=True)
 
     # -- components ---------------------------------------------------------------------------------------
@@ -598,13 +466,13 @@ class PanicHandlers:
             await self.more(interaction, values)
 
     def _card_for(self, action: render.Action) -> Card | None:
-        return self.service.card_for_record(self.keys.resolve(action.record_key), action.confidence)
+        return self.flows.card_for(self.keys.resolve(action.record_key), action.confidence)
 
     async def post_publicly(self, interaction: discord.Interaction[Any], action: render.Action) -> None:
         """The private card, for everyone. It shows the catalogued message, not the asker's paste."""
         card = self._card_for(action)
         if card is None:
-            await self.respond(interaction, render.error_message("That card is no longer available."))
+            await self.respond(interaction, render.error_message(chat.CARD_GONE_MESSAGE))
             return
         public = self._card(
             card, ephemeral=False, asker_id=interaction.user.id, shared_by=interaction.user.display_name
@@ -622,25 +490,13 @@ class PanicHandlers:
         message = interaction.message
         place = f"{interaction.channel_id}/{message.id if message else 0}"
         record_id = self.keys.resolve(action.record_key)
-        try:
-            await asyncio.to_thread(
-                self.state.feedback.record_vote,
-                record_id=record_id,
-                user_id=str(interaction.user.id),
-                vote=action.vote or "",
-                platform=PLATFORM,
-                place=place,
-            )
-        except Exception:  # the store may be a database: a failure must not lose the user's click silently
-            log.exception("storing a vote on %s failed", record_id)
-            await self.respond(
-                interaction, render.error_message("Your vote could not be saved; try again later.")
-            )
+        user = str(interaction.user.id)
+        if not await self.flows.vote(record_id=record_id, user=user, vote=action.vote or "", place=place):
+            await self.respond(interaction, render.error_message(chat.VOTE_FAILED_MESSAGE))
             return
-        self.state.observer.voted(PLATFORM, action.vote or "")
         card = self._card_for(action)
         if card is None:
-            await self.respond(interaction, render.error_message("That card is no longer available."))
+            await self.respond(interaction, render.error_message(chat.CARD_GONE_MESSAGE))
             return
         if message is not None and message.flags.ephemeral:
             components = render.card_components(
@@ -648,9 +504,7 @@ class PanicHandlers:
             )
         else:
             # A public card speaks for nobody in particular: it shows everyone's counts.
-            tally = await asyncio.to_thread(
-                self.state.feedback.tally, record_id=record_id, platform=PLATFORM, place=place
-            )
+            tally = await self.flows.tally(record_id=record_id, place=place)
             components = render.card_components(card, ephemeral=False, asker_id=action.asker_id, tally=tally)
         await self._update(interaction, DiscordMessage(components=components), components_only=True)
 
@@ -663,14 +517,14 @@ class PanicHandlers:
         message = interaction.message
         if message is None:
             return
-        self._forget(message.id)
+        self.flows.forget(message.id)
         await self._defer_update(interaction)
         await self._delete(message.channel.id, message.id, "dismissed card")
 
     async def more(self, interaction: discord.Interaction[Any], values: list[str]) -> None:
         """Another match from the menu: the private card switches to it, keeping the menu."""
         parsed = render.parse_option_value(values[0]) if values else None
-        card = self.service.card_for_record(self.keys.resolve(parsed[0]), parsed[1]) if parsed else None
+        card = self.flows.card_for(self.keys.resolve(parsed[0]), parsed[1]) if parsed else None
         if card is None:
             await self.respond(interaction, render.error_message("That record is no longer available."))
             return
@@ -738,6 +592,80 @@ class PanicHandlers:
         return True
 
 
+class DiscordView:
+    """An embed and its components for each kind of answer; a private card offers the other matches."""
+
+    def __init__(self, handlers: PanicHandlers, *, ephemeral: bool, asker_id: int) -> None:
+        self.handlers, self.ephemeral, self.asker_id = handlers, ephemeral, asker_id
+
+    def note(self, text: str) -> DiscordMessage:
+        return render.error_message(text)
+
+    def usage(self) -> DiscordMessage:
+        return render.usage_message()
+
+    def no_match(self, result: LookupResult, query: str) -> DiscordMessage:
+        return render.no_match_message(result, query=query)
+
+    def card(self, card: Card, result: LookupResult) -> DiscordMessage:
+        options = render.match_options(result.matches, card.record_id) if self.ephemeral else []
+        return self.handlers._card(card, ephemeral=self.ephemeral, asker_id=self.asker_id, options=options)
+
+
+class DiscordReplier:
+    """Discord's side of an unasked reply: a reply to the paste (no pings), an edit, a deletion. The card
+    keeps a 🗑 for `asker_id`, who wrote the paste."""
+
+    def __init__(
+        self,
+        handlers: PanicHandlers,
+        asker_id: int = 0,
+        *,
+        message: discord.Message | None = None,
+        guild_id: int | None = None,
+    ) -> None:
+        self.handlers, self.asker_id, self.message, self.guild_id = handlers, asker_id, message, guild_id
+
+    async def post(self, card: Card) -> str | None:
+        assert self.message is not None, "a reply needs the paste it answers"
+        answer = self.handlers._card(card, ephemeral=False, asker_id=self.asker_id)
+        reply = await self.handlers._reply(self.message, answer, "auto-reply")
+        if reply is None:
+            return None
+        log.info(
+            "auto-replied to message %s in %s with record %s",
+            self.message.id,
+            self.message.channel.id,
+            card.record_id,
+        )
+        return str(reply.id)
+
+    async def update(self, reply: chat.PostedReply, card: Card) -> chat.Update:
+        message = self.handlers._card(card, ephemeral=False, asker_id=self.asker_id)
+        channel = self.handlers.client.get_partial_messageable(int(reply.channel), guild_id=self.guild_id)
+        try:
+            await channel.get_partial_message(int(reply.reply_id)).edit(**_send_kwargs(message))
+        except discord.HTTPException as exc:
+            self.handlers._refused(exc, "editing reply %s in %s", reply.reply_id, reply.channel)
+            return chat.Update.GONE if isinstance(exc, discord.NotFound) else chat.Update.FAILED
+        return chat.Update.DONE
+
+    async def delete(self, reply: chat.PostedReply) -> None:
+        await self.handlers._delete(int(reply.channel), int(reply.reply_id), "reply to a changed paste")
+
+
+def autocomplete_choices(service: Lookup, current: str) -> list[tuple[str, str]]:
+    """(name, value) choices for `/panic query:`, from the core's suggestion index. A value is
+    `id:<record key>`, so the pick is exact."""
+    return [
+        (
+            render.cut(render.one_line(record.errorMessage) or record.id, render.CHOICE_TEXT_MAX),
+            render.ID_PREFIX + render.record_key(record.id),
+        )
+        for record in service.suggest(current, render.CHOICES_MAX)
+    ]
+
+
 def _interaction_name(interaction: discord.Interaction[Any]) -> str:
     command = interaction.command
     return f"/{command.name}" if command is not None else f"interaction type {interaction.type.value}"
@@ -796,7 +724,7 @@ class _PanicClient:
     """What panicbot adds to a discord.py client; mixed into `Client` and `AutoShardedClient` below."""
 
     def __init__(
-        self, settings: DiscordSettings, service: PanicLookup, state: DiscordState, **options: Any
+        self, settings: DiscordSettings, service: Lookup, state: DiscordState, **options: Any
     ) -> None:
         super().__init__(  # type: ignore[call-arg]
             intents=panic_intents(settings), allowed_mentions=NO_PINGS, **options
@@ -845,7 +773,7 @@ class ShardedPanicBot(_PanicClient, discord.AutoShardedClient):
 
 
 def build_client(
-    settings: DiscordSettings, service: PanicLookup, state: DiscordState | None = None, **options: Any
+    settings: DiscordSettings, service: Lookup, state: DiscordState | None = None, **options: Any
 ) -> PanicBot | ShardedPanicBot:
     """The client with every handler registered; `options` go to discord.py (tests shorten timeouts)."""
     # panicbot never joins voice: the "PyNaCl/davey is not installed" warnings would only alarm operators.

@@ -19,8 +19,7 @@ from discord.http import Route
 
 from adapters.discord.bot import DiscordState, build_client
 from adapters.discord.settings import DiscordSettings, SettingsError
-from bot.records import Catalog
-from bot.service import PanicLookup
+from bot import Catalog, Lookup, PanicLookup
 
 log = logging.getLogger("panicbot.discord")
 
@@ -107,7 +106,7 @@ def discord_api(url: str) -> Iterator[None]:
 
 
 async def run_discord(
-    settings: DiscordSettings, service: PanicLookup, state: DiscordState | None = None
+    settings: DiscordSettings, service: Lookup, state: DiscordState | None = None
 ) -> None:
     """Connect (all configured shards) and answer until cancelled or closed. Commands are not synced here:
     Discord allows 200 command creates a day per guild, so that is `sync_commands`' job, on demand."""

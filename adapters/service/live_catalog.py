@@ -13,11 +13,10 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from adapters.service.logs import log_summary
+from bot import Card, Lookup, LookupResult, Match, Matcher, PanicLookup, Record
 from bot.records import Catalog, catalog_files, default_catalog, load_catalog
-from bot.service import PanicLookup
 
 log = logging.getLogger("panicbot.catalog")
 
@@ -71,8 +70,9 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-class LiveLookup:
-    """Stands in for a `PanicLookup`, forwarding to whichever catalog is serving now."""
+class LiveLookup(Lookup):
+    """A `Lookup` over whichever catalog is serving now: each call reads `current` once, so it never mixes
+    two catalogs."""
 
     def __init__(
         self,
@@ -88,8 +88,24 @@ class LiveLookup:
         settle_heap()
         self._announce(report)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.current, name)
+    @property
+    def matcher(self) -> Matcher:
+        return self.current.matcher
+
+    def lookup(self, text: str, limit: int = 5) -> LookupResult:
+        return self.current.lookup(text, limit=limit)
+
+    def card(self, result: LookupResult, match: Match | None = None) -> Card | None:
+        return self.current.card(result, match)
+
+    def card_for_record(self, record_id: str, confidence: float, pasted: str | None = None) -> Card | None:
+        return self.current.card_for_record(record_id, confidence, pasted)
+
+    def record(self, record_id: str) -> Record | None:
+        return self.current.record(record_id)
+
+    def suggest(self, current: str, limit: int = 25) -> list[Record]:
+        return self.current.suggest(current, limit)
 
     def _announce(self, report: LoadReport) -> None:
         log_summary(log, logging.WARNING, "problems in the catalog (lines skipped)", report.problems)

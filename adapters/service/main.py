@@ -255,7 +255,7 @@ class Service:
             cooldown=shared.get("cooldown"),
             rate_limit=shared.get("rate_limit"),
         )
-        task = asyncio.create_task(run_discord(settings, self.live, state))  # type: ignore[arg-type]
+        task = asyncio.create_task(run_discord(settings, self.live, state))
         # Before the connection closes (it takes the HTTP session with it): replies in flight finish first.
         self._drains_before_close.append(state.drain)
 
@@ -324,7 +324,7 @@ class Service:
         shared = self._shared_state("panicbot:slack", cooldown, more=shared_replies)
         state = SlackState(cooldown_seconds=cooldown, observer=self.observer, feedback=self.store, **shared)
         self.slack_state = state
-        app = build_slack_app(settings, self.live, state)  # type: ignore[arg-type]  # LiveLookup stands in
+        app = build_slack_app(settings, self.live, state)
         self._drains.append(state.drain)
         if self.slack_http:
             add_slack_routes(self.web_app, app, read_timeout=self.settings.panicbot_http_read_timeout_seconds)

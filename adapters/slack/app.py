@@ -3,13 +3,10 @@ share / more / full-fix buttons and 👍/👎 feedback, on Bolt's AsyncApp (HTTP
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import re
-import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -22,25 +19,10 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.answers import follow_edit, paste_digest, unasked_card, undo_edit
-from adapters.chat import REPLY_TTL_SECONDS, PostedReply
-from adapters.observe import Observer, Observers
-from adapters.shared_state import RATE_LIMITED_MESSAGE, RateLimit
+from adapters import chat
 from adapters.slack import render
 from adapters.slack.settings import SlackSettings
-from adapters.state import (
-    Clock,
-    Cooldown,
-    CooldownGate,
-    EventDeduper,
-    ExpiringMap,
-    FeedbackStore,
-    InMemoryFeedbackStore,
-    KeyedMemory,
-    SeenEvents,
-)
-from bot.matcher import LookupResult, Match
-from bot.service import PanicLookup
+from bot import Card, Lookup, LookupResult
 
 log = logging.getLogger("panicbot.slack")
 
@@ -55,70 +37,19 @@ _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 _AUTO_REPLY_SUBTYPES = {None, "thread_broadcast", "file_share"}
 
 
-@dataclass
-class SlackState:
-    """Everything the handlers remember, built once per process."""
+class SlackState(chat.ChatState[tuple[str, ...]]):
+    """Everything the handlers remember, built once per process. Unasked replies are keyed by (channel,
+    paste ts); shared by replicas in Redis when given (Slack may deliver the edit to another replica)."""
 
-    clock: Clock = time.monotonic
-    cooldown_seconds: float = 600.0
-    feedback: FeedbackStore = field(default_factory=InMemoryFeedbackStore)
-    # Shared across replicas when the deployment passes Redis-backed ones; in-process by default.
-    seen: EventDeduper | None = None
-    cooldown: CooldownGate | None = None
-    observer: Observer = field(default_factory=Observers)
-    rate_limit: RateLimit | None = None  # per user, on /panic, mentions and the shortcut; None: no limit
-    # Auto-replies by (channel, paste ts), to follow the paste's edits and deletion; shared by replicas in
-    # Redis when given (Slack may deliver the edit to another replica than the paste).
-    posted_replies: KeyedMemory[tuple[str, ...], PostedReply] | None = None
+    platform = PLATFORM
 
-    def __post_init__(self) -> None:
-        if self.seen is None:
-            self.seen = SeenEvents(self.clock)
-        if self.cooldown is None:
-            self.cooldown = Cooldown(self.cooldown_seconds, self.clock)
-        if self.posted_replies is None:
-            self.posted_replies = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
-        self.pending: set[asyncio.Task[None]] = set()
 
-    @property
-    def replies(self) -> KeyedMemory[tuple[str, ...], PostedReply]:
-        """The auto-replies, given or in-process (never None after construction)."""
-        assert self.posted_replies is not None
-        return self.posted_replies
-
-    @property
-    def dedupe(self) -> EventDeduper:
-        """The event deduper, given or in-process (never None after construction)."""
-        assert self.seen is not None
-        return self.seen
-
-    @property
-    def gate(self) -> CooldownGate:
-        """The cooldown, given or in-process (never None after construction)."""
-        assert self.cooldown is not None
-        return self.cooldown
-
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run a reply in the background; failures are logged, never lost silently."""
-        task = asyncio.get_running_loop().create_task(_logged(work))
-        self.pending.add(task)
-        task.add_done_callback(self.pending.discard)
-
-    async def drain(self, timeout: float) -> None:
-        """Let the replies in flight finish, for at most `timeout` seconds (graceful shutdown)."""
-        if self.pending:
-            await asyncio.wait(set(self.pending), timeout=timeout)
+def _reply_key(reply: chat.PostedReply) -> tuple[str, ...]:
+    return (reply.channel, reply.reply_id)
 
 
 async def _already_acknowledged(*_: Any, **__: Any) -> None:
     """Stands in for `ack` once the listener has acknowledged."""
-
-
-async def _logged(work: Coroutine[Any, Any, None]) -> None:
-    try:
-        await work
-    except Exception:
-        log.exception("a Slack reply failed")
 
 
 def strip_mentions(text: str) -> str:
@@ -166,7 +97,7 @@ def bolt_logger() -> logging.Logger:
 
 def build_slack_app(
     settings: SlackSettings,
-    service: PanicLookup,
+    service: Lookup,
     state: SlackState | None = None,
 ) -> AsyncApp:
     """The Bolt app with every listener registered; the same app serves HTTP and Socket Mode."""
@@ -186,9 +117,81 @@ def build_slack_app(
     return app
 
 
+class SlackView:
+    """Block Kit for each kind of answer; a card carries the other matches in its buttons (no paste is
+    kept in memory for "More matches")."""
+
+    def __init__(self, *, ephemeral: bool) -> None:
+        self.ephemeral = ephemeral
+
+    def note(self, text: str) -> render.SlackMessage:
+        return render.error_message(text)
+
+    def usage(self) -> render.SlackMessage:
+        return render.usage_message()
+
+    def no_match(self, result: LookupResult, query: str) -> render.SlackMessage:
+        return render.no_match_message(result, query=query)
+
+    def card(self, card: Card, result: LookupResult) -> render.SlackMessage:
+        key = render.encode_alternatives(
+            [(m.record.id, m.confidence) for m in result.matches if m.record.id != card.record_id]
+        )
+        return render.card_message(
+            card,
+            ephemeral=self.ephemeral,
+            record_id=card.record_id,
+            lookup_key=key,
+            more_available=len(result.matches) > 1,
+        )
+
+
+def render_answer(answer: chat.Answer, *, ephemeral: bool) -> render.SlackMessage:
+    return answer.shown(SlackView(ephemeral=ephemeral))
+
+
+def _unasked_message(card: Card) -> render.SlackMessage:
+    return render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
+
+
+class SlackReplier:
+    """Slack's side of an unasked reply: posted in the paste's thread, changed with chat.update, removed
+    with chat.delete."""
+
+    def __init__(
+        self, handlers: _Handlers, client: AsyncWebClient, channel: str, thread_ts: str | None = None
+    ) -> None:
+        self.handlers, self.client, self.channel, self.thread_ts = handlers, client, channel, thread_ts
+
+    async def post(self, card: Card) -> str | None:
+        message = _unasked_message(card)
+        return await self.handlers._post(self.client, self.channel, message, thread_ts=self.thread_ts)
+
+    async def update(self, reply: chat.PostedReply, card: Card) -> chat.Update:
+        message = _unasked_message(card)
+        try:
+            await self.client.chat_update(
+                channel=reply.channel, ts=reply.reply_id, text=message.text, blocks=message.blocks
+            )
+        except SlackApiError as exc:
+            error = str(exc.response.get("error"))
+            self.handlers.state.observer.api_error(PLATFORM, error)
+            log.warning("chat.update failed in %s: %s", reply.channel, error)
+            return chat.Update.GONE if error in REPLY_GONE_ERRORS else chat.Update.FAILED
+        return chat.Update.DONE
+
+    async def delete(self, reply: chat.PostedReply) -> None:
+        try:
+            await self.client.chat_delete(channel=reply.channel, ts=reply.reply_id)
+        except SlackApiError as exc:
+            self.handlers.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
+            log.warning("chat.delete failed in %s: %s", reply.channel, exc.response.get("error"))
+
+
 class _Handlers:
-    def __init__(self, settings: SlackSettings, service: PanicLookup, state: SlackState) -> None:
+    def __init__(self, settings: SlackSettings, service: Lookup, state: SlackState) -> None:
         self.settings, self.service, self.state = settings, service, state
+        self.flows = chat.ChatFlows(PLATFORM, service, state, _reply_key)
 
     def register(self, app: AsyncApp) -> None:
         app.middleware(self.drop_redelivered_events)
@@ -228,7 +231,7 @@ class _Handlers:
     async def drop_redelivered_events(self, body: dict[str, Any], next: Any) -> BoltResponse | None:
         """Slack re-delivers an event it thinks was missed; the first delivery that reached us wins."""
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if isinstance(event_id, str) and not self.state.dedupe.first_time(event_id):
+        if isinstance(event_id, str) and not self.flows.first_time(event_id):
             log.info("event %s already handled; acknowledging the re-delivery", event_id)
             return BoltResponse(status=200, body="", headers={"x-slack-no-retry": "1"})
         await next()
@@ -237,95 +240,60 @@ class _Handlers:
     async def on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("slack handler failed (%s): %s", body.get("type"), error.__class__.__name__, exc_info=error)
 
-    def lookup(self, text: str, limit: int = 5) -> LookupResult:
-        started = time.perf_counter()
-        result = self.service.lookup(text, limit=limit)
-        self.state.observer.looked_up(PLATFORM, result, time.perf_counter() - started)
-        return result
-
-    def answer(self, text: str, *, ephemeral: bool) -> tuple[render.SlackMessage, LookupResult | None]:
-        """The message for a paste or query: a card, "no known record", or usage for an empty one."""
-        if not text.strip() or text.strip().lower() == "help":
-            return render.usage_message(), None
-        result = self.lookup(text)
-        card = self.service.card(result)
-        if card is None:
-            return render.no_match_message(result, query=text), result
-        # The other matches ride in the buttons: no paste is kept in memory for "More matches".
-        key = render.encode_alternatives(
-            [(m.record.id, m.confidence) for m in result.matches if m.record.id != card.record_id]
-        )
-        message = render.card_message(
-            card,
-            ephemeral=ephemeral,
-            record_id=card.record_id,
-            lookup_key=key,
-            more_available=len(result.matches) > 1,
-        )
-        return message, result
+    def _replier(self, client: AsyncWebClient, channel: str, thread_ts: str | None = None) -> SlackReplier:
+        return SlackReplier(self, client, channel, thread_ts)
 
     # -- entry points ---------------------------------------------------------------------------------
 
-    def too_many(self, user_id: str) -> bool:
-        """True when this user has asked more than the per-user limit allows (one person cannot flood)."""
-        limiter = self.state.rate_limit
-        return limiter is not None and bool(user_id) and not limiter.allow(user_id)
-
     async def on_command(self, ack: Any, command: dict[str, Any], respond: Any) -> None:
         await ack()
-        if self.too_many(command.get("user_id", "")):
-            refusal = render.error_message(RATE_LIMITED_MESSAGE)
-            await self._respond(respond, refusal, response_type="ephemeral")
-            return
-        message, _ = self.answer(command.get("text") or "", ephemeral=True)
-        await self._respond(respond, message, response_type="ephemeral")
+        answer = self.flows.ask(command.get("user_id", ""), command.get("text") or "")
+        await self._respond(respond, render_answer(answer, ephemeral=True), response_type="ephemeral")
 
     async def on_shortcut(self, ack: Any, shortcut: dict[str, Any], respond: Any) -> None:
         await ack()
-        if self.too_many((shortcut.get("user") or {}).get("id", "")):
-            refusal = render.error_message(RATE_LIMITED_MESSAGE)
-            await self._respond(respond, refusal, response_type="ephemeral")
-            return
-        text = (shortcut.get("message") or {}).get("text") or ""
-        if not text.strip():
-            message = render.error_message("That message has no text to explain.")
-        else:
-            message, _ = self.answer(text, ephemeral=True)
-        await self._respond(respond, message, response_type="ephemeral")
+
+        async def read() -> str:
+            return str((shortcut.get("message") or {}).get("text") or "")
+
+        answer = await self.flows.explain((shortcut.get("user") or {}).get("id", ""), read)
+        await self._respond(respond, render_answer(answer, ephemeral=True), response_type="ephemeral")
 
     async def on_mention(self, event: dict[str, Any], client: AsyncWebClient) -> None:
         channel = event.get("channel", "")
         thread_ts = event.get("thread_ts") or event.get("ts")
         user = event.get("user", "")
-        if self.too_many(user):
+        if self.flows.too_many(user):
             try:
                 await client.chat_postEphemeral(
-                    channel=channel, user=user, text=RATE_LIMITED_MESSAGE, thread_ts=thread_ts
+                    channel=channel, user=user, text=chat.RATE_LIMITED_MESSAGE, thread_ts=thread_ts
                 )
             except SlackApiError as exc:
                 log.warning("chat.postEphemeral failed in %s: %s", channel, exc.response.get("error"))
             return
         text = strip_mentions(event.get("text", ""))
-        message, result = self.answer(text, ephemeral=False) if text else (None, None)
-        if (not text or (result is not None and result.best is None)) and event.get("thread_ts"):
+        answer = self.flows.answer(text) if text else None
+        if (answer is None or (answer.result is not None and not answer.known)) and event.get("thread_ts"):
             # "@panicbot what does this mean?" under a pasted panic: the thread's first message is the paste.
             parent = await self._thread_parent_text(client, channel, event["thread_ts"])
             if parent:
-                parent_message, parent_result = self.answer(parent, ephemeral=False)
-                if (parent_result is not None and parent_result.best is not None) or message is None:
-                    message = parent_message
-        if message is None:
-            message = render.usage_message()
+                parent_answer = self.flows.answer(parent)
+                if parent_answer.known or answer is None:
+                    answer = parent_answer
+        message = render_answer(answer, ephemeral=False) if answer is not None else render.usage_message()
         await self._post(client, channel, message, thread_ts=thread_ts)
 
     async def on_message(self, event: dict[str, Any], client: AsyncWebClient, context: Any) -> None:
         subtype = event.get("subtype")
         channel = event.get("channel", "")
         if subtype == "message_changed":
-            await self._on_edit(event, client)
+            edited = event.get("message") or {}
+            await self.flows.edited(
+                (channel, edited.get("ts", "")), edited.get("text") or "", self._replier(client, channel)
+            )
             return
         if subtype == "message_deleted":
-            await self._on_delete(event, client)
+            await self.flows.deleted((channel, event.get("deleted_ts", "")), self._replier(client, channel))
             return
         if subtype not in _AUTO_REPLY_SUBTYPES or channel not in self.settings.slack_auto_reply_channels:
             return
@@ -335,67 +303,11 @@ class _Handlers:
         bot_user = context.get("bot_user_id")
         if bot_user and f"<@{bot_user}" in text:
             return  # a mention: on_mention answers it
-        card = unasked_card(self.service, self.lookup(text))
-        if card is None or not self.state.gate.allow(channel, card.record_id):
-            return
-        message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
-        posted = await self._post(client, channel, message, thread_ts=event.get("thread_ts") or event["ts"])
-        if posted is None:
-            self.state.gate.release(channel, card.record_id)
-            return
-        self.state.replies.put(
-            (channel, event["ts"]), PostedReply(channel, posted, card.record_id, paste_digest(text))
+        paste: chat.Paste[tuple[str, ...]] = chat.Paste(
+            (channel, event["ts"]), channel, text, event.get("user", "")
         )
-        self.state.observer.auto_replied(PLATFORM, card.record_id)
-
-    async def _on_edit(self, event: dict[str, Any], client: AsyncWebClient) -> None:
-        """An edited paste: update our reply, or remove it when the paste no longer warrants one."""
-        channel = event.get("channel", "")
-        edited = event.get("message") or {}
-        key = (channel, edited.get("ts", ""))
-        text = edited.get("text") or ""
-        reply = self.state.replies.get(key)
-        if reply is None:
-            return
-        outcome = follow_edit(
-            record_id=reply.record_id,
-            digest=reply.paste_digest,
-            text=text,
-            answer=lambda edited_text: unasked_card(self.service, self.lookup(edited_text)),
-            gate=self.state.gate,
-            place=channel,
-        )
-        if outcome is None:
-            return
-        card = outcome.card
-        if card is None:
-            self.state.replies.pop(key)
-            await self._delete(client, reply)
-            return
-        # Memory first, then Slack: an event handled while the call is in flight sees the new state.
-        self.state.replies.put(key, PostedReply(channel, reply.reply_id, card.record_id, paste_digest(text)))
-        message = render.card_message(card, ephemeral=False, record_id=card.record_id, more_available=False)
-        try:
-            await client.chat_update(
-                channel=channel, ts=reply.reply_id, text=message.text, blocks=message.blocks
-            )
-        except SlackApiError as exc:
-            error = str(exc.response.get("error"))
-            self.state.observer.api_error(PLATFORM, error)
-            log.warning("chat.update failed in %s: %s", channel, error)
-            gone = error in REPLY_GONE_ERRORS
-            if gone:
-                self.state.replies.pop(key)
-            else:
-                self.state.replies.put(key, reply)  # it still shows what it showed
-            shown, previous = card.record_id, reply.record_id
-            undo_edit(self.state.gate, channel, shown=shown, previous=previous, reply_gone=gone)
-
-    async def _on_delete(self, event: dict[str, Any], client: AsyncWebClient) -> None:
-        channel = event.get("channel", "")
-        reply = self.state.replies.pop((channel, event.get("deleted_ts", "")))
-        if reply is not None:
-            await self._delete(client, reply)
+        thread_ts = event.get("thread_ts") or event["ts"]
+        await self.flows.unasked_reply(paste, self._replier(client, channel, thread_ts))
 
     # -- buttons --------------------------------------------------------------------------------------
 
@@ -405,11 +317,11 @@ class _Handlers:
         await ack()
         value = render.parse_action_value(action.get("value", ""))
         record_id = value.record_id
-        card = self.service.card_for_record(record_id, confidence=value.confidence)
+        card = self.flows.card_for(record_id, value.confidence)
         user = (body.get("user") or {}).get("id", "")
         channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
         if card is None or not channel:
-            await self._respond(respond, render.error_message("That card is no longer available."))
+            await self._respond(respond, render.error_message(chat.CARD_GONE_MESSAGE))
             return
         message = render.card_message(
             card, ephemeral=False, record_id=record_id, shared_by=user, more_available=False
@@ -428,12 +340,7 @@ class _Handlers:
     async def on_more(self, ack: Any, action: dict[str, Any], respond: Any) -> None:
         await ack()
         value = render.parse_action_value(action.get("value", ""))
-        matches = []
-        for position, (record_id, confidence) in enumerate(render.decode_alternatives(value.lookup_key)):
-            record = self.service.record(record_id)
-            if record is not None:
-                matches.append(Match(record, 0.0, confidence, (), 0, True, position))
-        result = LookupResult(panics=(), matches=tuple(matches), answer_panic=None, auto_reply=False)
+        result = self.flows.alternatives(render.decode_alternatives(value.lookup_key))
         await self._respond(
             respond,
             render.more_matches_message(result, skip_record_id=value.record_id),
@@ -445,9 +352,9 @@ class _Handlers:
         await ack()
         value = render.parse_action_value(action.get("value", ""))
         record_id, key = value.record_id, value.lookup_key
-        card = self.service.card_for_record(record_id, confidence=value.confidence)
+        card = self.flows.card_for(record_id, value.confidence)
         if card is None:
-            await self._respond(respond, render.error_message("That card is no longer available."))
+            await self._respond(respond, render.error_message(chat.CARD_GONE_MESSAGE))
             return
         ephemeral = bool((body.get("container") or {}).get("is_ephemeral"))
         message = render.card_message(
@@ -470,26 +377,15 @@ class _Handlers:
         user = (body.get("user") or {}).get("id", "")
         container = body.get("container") or {}
         place = f"{container.get('channel_id', '')}/{container.get('message_ts', '')}"
-        try:
-            await asyncio.to_thread(
-                self.state.feedback.record_vote,
-                record_id=record_id,
-                user_id=user,
-                vote=vote,
-                platform=PLATFORM,
-                place=place,
-            )
-        except Exception:  # the store may be a database: a failure must not lose the user's click silently
-            log.exception("storing a vote failed")
+        if not await self.flows.vote(record_id=record_id, user=user, vote=vote, place=place):
             await self._respond(
                 respond,
-                render.error_message("Your vote could not be saved; try again later."),
+                render.error_message(chat.VOTE_FAILED_MESSAGE),
                 response_type="ephemeral",
                 replace_original=False,
             )
             return
-        self.state.observer.voted(PLATFORM, vote)
-        card = self.service.card_for_record(record_id, confidence=value.confidence)
+        card = self.flows.card_for(record_id, value.confidence)
         if card is None:
             return
         if container.get("is_ephemeral"):
@@ -499,9 +395,7 @@ class _Handlers:
             await self._respond(respond, message, replace_original=True, response_type="ephemeral")
             return
         # A public card speaks for nobody in particular: it shows everyone's count, and who shared it.
-        tally = await asyncio.to_thread(
-            self.state.feedback.tally, record_id=record_id, platform=PLATFORM, place=place
-        )
+        tally = await self.flows.tally(record_id=record_id, place=place)
         message = render.card_message(
             card,
             ephemeral=False,
@@ -557,14 +451,6 @@ class _Handlers:
             return None
         ts = response.get("ts")
         return ts if isinstance(ts, str) else None
-
-    async def _delete(self, client: AsyncWebClient, reply: PostedReply) -> None:
-        try:
-            await client.chat_delete(channel=reply.channel, ts=reply.reply_id)
-        except SlackApiError as exc:
-            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
-            log.warning("chat.delete failed in %s: %s", reply.channel, exc.response.get("error"))
-        self.state.gate.release(reply.channel, reply.record_id)
 
     async def _respond(self, respond: Any, message: render.SlackMessage | None, **options: Any) -> None:
         try:
