@@ -22,6 +22,8 @@ from adapters.cli.catalog_commands import run_lint, run_stats, run_validate
 from adapters.cli.dataset_tools import run_harvest, run_merge
 from adapters.cli.ecosystem_build import SOURCES_FILE, run_build, run_sources
 from adapters.cli.render import print_result
+from adapters.platforms import NAMES as PLATFORM_NAMES
+from adapters.platforms import VARIABLES, configured_platforms
 from adapters.settings import CATALOG_ENV, DEFAULT_DATABASE_URL, SettingsError, split_catalog_paths
 from bot.records import Catalog, default_catalog, load_catalog
 from bot.service import PanicLookup, result_json
@@ -176,17 +178,11 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     with none set, it says which variables to set and shows a demo lookup in the terminal."""
     # Imported here: the service loads the chat SDKs, which `lookup` should not wait for.
     from adapters.service.logs import configure_logging  # noqa: PLC0415
-    from adapters.service.main import (  # noqa: PLC0415
-        PLATFORM_VARIABLES,
-        Service,
-        ServiceError,
-        configured_platforms,
-        load_service_settings,
-    )
+    from adapters.service.main import Service, ServiceError, load_service_settings  # noqa: PLC0415
 
-    platforms = [args.platform] if args.platform else configured_platforms(dict(os.environ))
+    platforms = [args.platform] if args.platform else configured_platforms(os.environ)
     if not platforms:
-        variables = " or ".join(PLATFORM_VARIABLES.values())
+        variables = " or ".join(VARIABLES.values())
         err.print(f"panicbot: no chat credentials set ({variables}); running the terminal demo", markup=False)
         return run_demo(out, err)
     try:
@@ -355,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="run the bot (a terminal demo when no chat credentials are set)"
     )
-    serve.add_argument("platform", nargs="?", choices=("slack", "discord"))
+    serve.add_argument("platform", nargs="?", choices=PLATFORM_NAMES)
     serve.add_argument(
         "--http", action="store_true", help="Slack over HTTP (POST /slack/events) instead of Socket Mode"
     )

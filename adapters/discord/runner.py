@@ -18,7 +18,8 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from adapters.discord.bot import DiscordState, build_client
-from adapters.discord.settings import DiscordSettings, SettingsError
+from adapters.discord.settings import DiscordSettings, SettingsError, load_discord_settings
+from adapters.platforms import Host, ServeOptions
 from bot import Catalog, Lookup, PanicLookup
 
 log = logging.getLogger("panicbot.discord")
@@ -105,9 +106,7 @@ def discord_api(url: str) -> Iterator[None]:
         Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = base, gateway
 
 
-async def run_discord(
-    settings: DiscordSettings, service: Lookup, state: DiscordState | None = None
-) -> None:
+async def run_discord(settings: DiscordSettings, service: Lookup, state: DiscordState | None = None) -> None:
     """Connect (all configured shards) and answer until cancelled or closed. Commands are not synced here:
     Discord allows 200 command creates a day per guild, so that is `sync_commands`' job, on demand."""
     quiet_discord_logs()
@@ -152,3 +151,31 @@ async def sync_commands(settings: DiscordSettings) -> list[str]:
     names = [command.name for command in synced]
     log.info("synced %d application commands: %s", len(names), ", ".join(names))
     return names
+
+
+class DiscordPlatform:
+    """Discord inside `panicbot serve`: the gateway connection is the adapter's whole life."""
+
+    name = "discord"
+
+    def load_settings(self, options: ServeOptions) -> DiscordSettings:
+        return load_discord_settings()
+
+    async def start(self, host: Host, settings: DiscordSettings, options: ServeOptions) -> DiscordState:
+        cooldown_seconds = settings.discord_auto_reply_cooldown_seconds
+        shared = host.shared_state("panicbot:discord", cooldown_seconds)
+        state = DiscordState(
+            cooldown_seconds=cooldown_seconds,
+            feedback=host.feedback,
+            observer=host.observer,
+            cooldown=shared.get("cooldown"),
+            rate_limit=shared.get("rate_limit"),
+        )
+        # Before the connection closes (it takes the HTTP session with it): replies in flight finish first.
+        host.on_stop(state.drain, before_close=True)
+        host.ready_when(self.name, lambda: state.connected)
+        host.run_for_life(run_discord(settings, host.live, state), "Discord")
+        return state
+
+
+PLATFORM = DiscordPlatform()

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,8 +17,8 @@ from aiohttp import web
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import SettingsConfigDict
 
-from adapters.chat import shared_replies
 from adapters.observe import Observer, Observers
+from adapters.platforms import Platform, ServeOptions, platform
 from adapters.service.live_catalog import CatalogLoadError, LiveLookup, LoadReport
 from adapters.service.metrics import CONTENT_TYPE, Metrics
 from adapters.settings import DEFAULT_DATABASE_URL, CatalogSettings, SettingsError, describe_problems
@@ -32,7 +32,6 @@ log = logging.getLogger("panicbot.service")
 USER_RATE_WINDOW_SECONDS = 60.0
 PRUNE_EVERY_SECONDS = 24 * 3600
 STORE_BACKLOG = 10_000  # lookups waiting to be written before statistics are dropped
-PLATFORM_VARIABLES = {"slack": "SLACK_BOT_TOKEN", "discord": "DISCORD_TOKEN"}
 
 
 class StoreObserver:
@@ -105,10 +104,6 @@ def load_service_settings() -> ServiceSettings:
         raise ServiceError(describe_problems(exc)) from None
 
 
-def configured_platforms(environ: dict[str, str]) -> list[str]:
-    return [name for name, variable in PLATFORM_VARIABLES.items() if environ.get(variable)]
-
-
 @dataclass
 class ServiceStatus:
     """What /readyz reports: the catalog is loaded and every started platform is connected."""
@@ -175,13 +170,14 @@ class Service:
     def __init__(self, settings: ServiceSettings, platforms: list[str], *, slack_http: bool = False) -> None:
         self.settings = settings
         self.platforms = platforms
-        self.slack_http = slack_http
+        self.options = ServeOptions(http=slack_http)
+        self.http_read_timeout = settings.panicbot_http_read_timeout_seconds
         # Every platform's settings are read now, so a bad one stops start-up before anything runs.
-        self.slack_settings = self._load_slack_settings() if "slack" in platforms else None
-        self.discord_settings = self._load_discord_settings() if "discord" in platforms else None
+        self.platform_settings: list[tuple[Platform, Any]] = [self._settings_of(name) for name in platforms]
         self.failure: str | None = None
         self.metrics = Metrics()
         self.store = self._open_store()
+        self.feedback = self.store
         count_failure = self.metrics.observer_failures.labels
         self.store_observer = StoreObserver(self.store, on_failure=lambda name: count_failure(name).inc())
         self.observer: Observer = Observers(
@@ -202,7 +198,7 @@ class Service:
         self._drains: list[Any] = []
         self._drains_before_close: list[Any] = []
         self._redis_parts: list[Any] = []
-        self.slack_state: Any = None
+        self.states: dict[str, Any] = {}  # each platform's ChatState, once started
         self._stop = asyncio.Event()
         self.started = asyncio.Event()
         self.bound: Any = None
@@ -224,53 +220,43 @@ class Service:
             log.info("pruned %d rows older than %d days", pruned, self.settings.panicbot_retention_days)
         return store
 
-    def _load_slack_settings(self) -> Any:
-        from adapters.slack.settings import load_slack_settings  # noqa: PLC0415
-
+    def _settings_of(self, name: str) -> tuple[Platform, Any]:
+        chat = platform(name)
         try:
-            return load_slack_settings(http_mode=self.slack_http)
+            return chat, chat.load_settings(self.options)
         except SettingsError as exc:
-            raise ServiceError(f"cannot start Slack: {exc}") from None
+            raise ServiceError(f"cannot start {name.capitalize()}: {exc}") from None
 
-    def _load_discord_settings(self) -> Any:
-        from adapters.discord.settings import load_discord_settings  # noqa: PLC0415
+    # -- what a platform is offered while it starts (adapters.platforms.Host) ---------------------------
 
-        try:
-            return load_discord_settings()
-        except SettingsError as exc:
-            raise ServiceError(f"cannot start Discord: {exc}") from None
+    def shared_state(
+        self, prefix: str, cooldown_seconds: float, more: Callable[[Any, str], dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        return self._shared_state(prefix, cooldown_seconds, more)
 
-    async def _start_discord(self) -> None:
-        from adapters.discord.bot import DiscordState  # noqa: PLC0415
-        from adapters.discord.runner import run_discord  # noqa: PLC0415
+    def ready_when(self, name: str, check: Callable[[], bool]) -> None:
+        self.status.checks[name] = check
 
-        settings = self.discord_settings
-        assert settings is not None
-        cooldown_seconds = settings.discord_auto_reply_cooldown_seconds
-        shared = self._shared_state("panicbot:discord", cooldown_seconds)
-        state = DiscordState(
-            cooldown_seconds=cooldown_seconds,
-            feedback=self.store,
-            observer=self.observer,
-            cooldown=shared.get("cooldown"),
-            rate_limit=shared.get("rate_limit"),
-        )
-        task = asyncio.create_task(run_discord(settings, self.live, state))
-        # Before the connection closes (it takes the HTTP session with it): replies in flight finish first.
-        self._drains_before_close.append(state.drain)
+    def on_stop(self, drain: Callable[[float], Awaitable[None]], *, before_close: bool = False) -> None:
+        (self._drains_before_close if before_close else self._drains).append(drain)
 
-        def ended(done: asyncio.Task[None]) -> None:
+    def on_close(self, close: Callable[[], Awaitable[Any]]) -> None:
+        self._closers.append(close)
+
+    def run_for_life(self, work: Awaitable[None], name: str) -> None:
+        task = asyncio.ensure_future(work)
+
+        def ended(done: asyncio.Future[None]) -> None:
             if done.cancelled():
                 return
             error = done.exception()
-            # The gateway connection is the Discord adapter's whole life: when it ends, the process ends
-            # and the orchestrator restarts it, instead of a replica that looks alive and answers nothing.
-            self.failure = f"Discord stopped: {error}" if error else "Discord connection closed"
+            # The connection is the adapter's whole life: when it ends, the process ends and the
+            # orchestrator restarts it, instead of a replica that looks alive and answers nothing.
+            self.failure = f"{name} stopped: {error}" if error else f"{name} connection closed"
             log.error("%s", self.failure)
             self._stop.set()
 
         task.add_done_callback(ended)
-        self.status.checks["discord"] = lambda: state.connected
         self._tasks.append(task)
 
     def _shared_state(
@@ -313,41 +299,14 @@ class Service:
         self.metrics.shared_state_failures.set_function(lambda: float(sum(p.failures for p in parts)))
         return shared
 
-    async def _start_slack(self) -> None:
-        # Imported here: only a process that serves Slack loads the Slack SDKs.
-        from adapters.slack.app import SlackState, build_slack_app  # noqa: PLC0415
-        from adapters.slack.server import add_slack_routes  # noqa: PLC0415
-
-        settings = self.slack_settings
-        assert settings is not None
-        cooldown = settings.slack_auto_reply_cooldown_seconds
-        shared = self._shared_state("panicbot:slack", cooldown, more=shared_replies)
-        state = SlackState(cooldown_seconds=cooldown, observer=self.observer, feedback=self.store, **shared)
-        self.slack_state = state
-        app = build_slack_app(settings, self.live, state)
-        self._drains.append(state.drain)
-        if self.slack_http:
-            add_slack_routes(self.web_app, app, read_timeout=self.settings.panicbot_http_read_timeout_seconds)
-            self.status.checks["slack"] = lambda: True
-            return
-        from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler  # noqa: PLC0415
-
-        assert settings.slack_app_token is not None  # load_slack_settings checked it
-        handler = AsyncSocketModeHandler(app, settings.slack_app_token.get_secret_value())
-        await handler.connect_async()  # type: ignore[no-untyped-call]  # slack_bolt leaves it untyped
-        self.status.checks["slack"] = lambda: handler.client.is_connected() if handler.client else False
-        self._closers.append(handler.close_async)
-
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
         self.live.install_sighup(loop)
-        if "slack" in self.platforms:
-            await self._start_slack()
-        if "discord" in self.platforms:
-            await self._start_discord()
+        for chat, settings in self.platform_settings:
+            self.states[chat.name] = await chat.start(self, settings, self.options)
         runner = web.AppRunner(
             self.web_app,
             shutdown_timeout=self.settings.panicbot_shutdown_grace_seconds,

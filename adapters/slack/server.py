@@ -27,6 +27,11 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.request.async_internals import build_async_context
 from slack_bolt.request.async_request import AsyncBoltRequest
 
+from adapters.chat import shared_replies
+from adapters.platforms import Host, ServeOptions
+from adapters.slack.app import SlackState, build_slack_app
+from adapters.slack.settings import SlackSettings, load_slack_settings
+
 log = logging.getLogger("panicbot.slack")
 
 EVENTS_PATH = "/slack/events"
@@ -286,3 +291,34 @@ async def run_socket_mode(app: AsyncApp, app_token: str) -> None:
     handler = AsyncSocketModeHandler(app, app_token)
     log.info("connecting to Slack in Socket Mode")
     await handler.start_async()  # type: ignore[no-untyped-call]  # slack_bolt leaves it untyped
+
+
+class SlackPlatform:
+    """Slack inside `panicbot serve`: HTTP mode on the service's port (`--http`), else Socket Mode."""
+
+    name = "slack"
+
+    def load_settings(self, options: ServeOptions) -> SlackSettings:
+        return load_slack_settings(http_mode=options.http)
+
+    async def start(self, host: Host, settings: SlackSettings, options: ServeOptions) -> SlackState:
+        cooldown = settings.slack_auto_reply_cooldown_seconds
+        shared = host.shared_state("panicbot:slack", cooldown, more=shared_replies)
+        state = SlackState(
+            cooldown_seconds=cooldown, observer=host.observer, feedback=host.feedback, **shared
+        )
+        app = build_slack_app(settings, host.live, state)
+        host.on_stop(state.drain)  # after the HTTP server: replies already acknowledged get their answer
+        if options.http:
+            add_slack_routes(host.web_app, app, read_timeout=host.http_read_timeout)
+            host.ready_when(self.name, lambda: True)
+            return state
+        assert settings.slack_app_token is not None  # load_slack_settings checked it
+        handler = AsyncSocketModeHandler(app, settings.slack_app_token.get_secret_value())
+        await handler.connect_async()  # type: ignore[no-untyped-call]  # slack_bolt leaves it untyped
+        host.ready_when(self.name, lambda: bool(handler.client.is_connected()) if handler.client else False)
+        host.on_close(handler.close_async)
+        return state
+
+
+PLATFORM = SlackPlatform()

@@ -119,8 +119,8 @@ def test_slack_over_http_through_the_service_counts_lookups(clean_env: pytest.Mo
             assert 'panicbot_lookup_seconds_count{platform="slack"} 1.0' in text
             await stopped(service, task)
             # The service gives Slack its database store and the per-user rate limit, not in-memory stand-ins.
-            assert service.slack_state.feedback is service.store
-            assert service.slack_state.rate_limit is not None
+            assert service.states["slack"].feedback is service.store
+            assert service.states["slack"].rate_limit is not None
             report = service.store.report(limit=5, catalog_ids=["8d1d2fa6df3880bd", "5c5da46720dbbf10"])
             assert report.never_matched == ("5c5da46720dbbf10",)  # the avg pool answer was counted
 
