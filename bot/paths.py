@@ -10,6 +10,8 @@ _REGISTRY = re.compile(
 )
 _VENDORED = re.compile(r"(?:^|/)vendor/(?P<crate>[A-Za-z0-9_-]+?)(?:-\d+\.\d+\.\d+[^/]*)?/(?P<rest>src/.+)$")
 _DRIVE = re.compile(r"^[A-Za-z]:/")
+# A path pasted from a crate's folder on: `burn-fusion/src/stream/x.rs` (a dashed crate name, then `src/`).
+_CRATE_FOLDER = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+/src/")
 
 
 def canonical_path(raw: str) -> str:
@@ -17,6 +19,7 @@ def canonical_path(raw: str) -> str:
 
     `.../registry/src/<index>/burn-autodiff-0.19.0/src/ops/x.rs` -> `crates/burn-autodiff/src/ops/x.rs`
     `.cargo/git/checkouts/burn-<hash>/<rev>/crates/...` -> `crates/...`
+    `burn-fusion/src/stream/x.rs` -> `crates/burn-fusion/src/stream/x.rs`
     """
     path = raw.strip().strip("'\"`").replace("\\", "/")
     path = re.sub(r"/{2,}", "/", path)
@@ -33,7 +36,10 @@ def canonical_path(raw: str) -> str:
     last = ("/" + path).rfind("/crates/")
     if last >= 0 and path[last:].count("/") >= 2:
         return path[last:]
-    return path.removeprefix("./")
+    path = path.removeprefix("./")
+    if _CRATE_FOLDER.match(path):
+        return f"crates/{path}"
+    return path
 
 
 @lru_cache(maxsize=8192)

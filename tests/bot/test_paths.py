@@ -48,3 +48,22 @@ def test_common_suffix_length() -> None:
 @given(st.text())
 def test_canonical_path_never_raises(raw: str) -> None:
     assert isinstance(canonical_path(raw), str)
+
+
+def test_a_path_pasted_from_its_crate_folder_on_gets_its_crates_folder() -> None:
+    assert canonical_path("cubecl-std/src/fast_math.rs") == "crates/cubecl-std/src/fast_math.rs"
+    assert canonical_path("burn-fusion/src/stream/execution/ordering.rs") == (
+        "crates/burn-fusion/src/stream/execution/ordering.rs"
+    )
+    assert canonical_path("./burn-fusion\\src\\client.rs") == "crates/burn-fusion/src/client.rs"
+    # Only a dashed lowercase crate name followed by `src/`, at the start of a relative path.
+    for kept in (
+        "burn/src/lib.rs",
+        "my_app/src/main.rs",
+        "Burn-X/src/a.rs",
+        "burn-fusion/tests/a.rs",
+        "/burn-fusion/src/a.rs",
+        "x/burn-fusion/src/a.rs",
+        "-burn/src/a.rs",
+    ):
+        assert canonical_path(kept) == kept
