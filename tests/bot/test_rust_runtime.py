@@ -12,8 +12,9 @@ from bot.harvest import record_id
 from bot.lint import analysis_is_suspect
 from bot.matcher import Matcher
 from bot.patterns import is_valid_pattern, match_record, record_key
-from bot.records import Record, load_catalog, parse_catalog_text
-from bot.rust_messages import pattern_from_message
+from bot.records import Record, default_catalog, load_catalog, parse_catalog_text
+from bot.rust_messages import pattern_from_message, split_format_string
+from bot.service import PanicLookup
 from tests.support.pastes import shared_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,9 +30,17 @@ EXPECTED = {
     "alloc_failure": "memory-allocation-failed",
     "assert": "assertion-failed",
     "assert_eq": "assertion-left-right-failed",
+    "assert_eq_message": "assertion-left-right-failed-with-message",
     "assert_eq_old": "assertion-failed-left-right-old-format",
     "assert_ne": "assertion-left-not-right-failed",
+    "assert_ne_message": "assertion-left-not-right-failed-with-message",
+    "btreemap_index": "map-index-no-entry-found-for-key",
+    "call_error": "cubecl-call-error-unwrap",
+    # The runner thread's panic is printed first: it is the answer, not the CallError unwrap after it.
+    "call_error_root_cause": "index-out-of-bounds",
     "capacity_overflow": "capacity-overflow",
+    "copy_from_slice": "copy-from-slice-length-mismatch",
+    "copy_from_slice_unprefixed": "copy-from-slice-length-mismatch",
     "cubecl_buffer_too_big": "cubecl-buffer-too-big",
     "cubecl_cant_allocate_buffer": "cubecl-cant-allocate-buffer-of-size",
     "cubecl_cube_count_too_large": "cubecl-cube-count-too-large",
@@ -40,6 +49,7 @@ EXPECTED = {
     "div_by_zero": "attempt-to-divide-by-zero",
     "duration_add_overflow": "overflow-when-adding-durations",
     "duration_sub_overflow": "overflow-when-subtracting-durations",
+    "hashmap_index": "map-index-no-entry-found-for-key",
     "index_out_of_bounds": "index-out-of-bounds",
     "index_out_of_bounds_old": "index-out-of-bounds",
     "instant_add_overflow": "overflow-when-adding-duration-to-instant",
@@ -78,6 +88,10 @@ EXPECTED = {
     "tch_cuda_oom": "tch-cuda-out-of-memory",
     "tch_torch_error": "tch-torch-error",
     "unreachable": "internal-error-entered-unreachable-code",
+    "wasm_condvar_wait": "wasm-condvar-wait-not-supported",
+    "wasm_recursive_mutex": "wasm-cannot-recursively-acquire-mutex",
+    # The condvar panic trapped with the mutex held: the later lock failure follows from it.
+    "wasm_recursive_mutex_root_cause": "wasm-condvar-wait-not-supported",
     "wgpu_error_in_operation": "wgpu-error-in-operation-validation-error",
     "wgpu_out_of_memory": "wgpu-error-out-of-memory",
     "wgpu_validation_error": "wgpu-error-validation-error",
@@ -90,6 +104,8 @@ FOLLOW_ON = {
     "result-unwrap-send-error",
     "result-unwrap-recv-error",
     "panic-in-a-destructor-during-cleanup",
+    "cubecl-call-error-unwrap",
+    "wasm-cannot-recursively-acquire-mutex",
 }
 
 
@@ -265,3 +281,81 @@ def test_refined_beats_generic(
     ranked = [m.record.id for m in result.matches]
     assert ranked[0] == by_slug[refined].id
     assert by_slug[generic].id in ranked[1:]
+
+
+@pytest.fixture(scope="module")
+def default_service() -> PanicLookup:
+    return PanicLookup(default_catalog())
+
+
+@pytest.mark.parametrize(
+    ("paste", "slug"),
+    [
+        (
+            "thread 'main' (4242) panicked at src/main.rs:31:5:\n"
+            "assertion `left == right` failed: my message\n  left: 3\n right: 4\n",
+            "assertion-left-right-failed-with-message",
+        ),
+        (
+            "thread 'main' panicked at src/main.rs:31:5:\n"
+            "assertion `left == right` failed: batch sizes differ: 3 failed: 4\n  left: [3, 224, 224]\n"
+            " right: [4, 224, 224]\n",
+            "assertion-left-right-failed-with-message",
+        ),
+        (
+            "thread 'main' panicked at src/main.rs:31:5:\n"
+            "assertion `left != right` failed: dim must not be zero\n  left: 0\n right: 0\n",
+            "assertion-left-not-right-failed-with-message",
+        ),
+        (
+            "thread 'main' panicked at src/main.rs:7:26:\nno entry found for key\n",
+            "map-index-no-entry-found-for-key",
+        ),
+        (
+            "thread 'main' panicked at src/main.rs:9:14:\n"
+            "called `Result::unwrap()` on an `Err` value: CallError\n",
+            "cubecl-call-error-unwrap",
+        ),
+    ],
+)
+def test_user_code_panics_in_the_default_catalog(
+    paste: str, slug: str, default_service: PanicLookup, by_slug: dict[str, Record]
+) -> None:
+    """With the whole embedded catalog (a harvested `{} failed: {}` among it), a user's own assertion with a
+    message gets the runtime record of the assertion, not a crate's record that happens to fit its words."""
+    result = default_service.lookup(paste)
+    assert result.best is not None
+    assert result.best.record.id == by_slug[slug].id, result.best.record.slug
+
+
+def test_harvested_assertion_messages_keep_their_record(default_service: PanicLookup) -> None:
+    """A Burn `assert_eq!` with a message, pasted at its site (or at a registry path and a line moved since),
+    still gets a record of that message: the runtime record of an assertion with a message is only the fixed
+    head of what Rust prints, never a whole match that an analysed record would win with."""
+    import json
+
+    burn = load_catalog([shared_data_dir() / "burn-panics.jsonl"])
+    by_id = {record.id: record for record in burn.records}
+    sites_path = shared_data_dir() / "burn-panics.sites.jsonl"
+    sites = [json.loads(line) for line in sites_path.read_text(encoding="utf-8").splitlines()]
+    checked = 0
+    for site in sites:
+        if site["kind"] not in ("assert_eq", "debug_assert_eq"):
+            continue
+        record = by_id[site["id"]]
+        message = "7".join(split_format_string(record.errorMessage))
+        crate, rest = site["filePath"].split("/", 2)[1:]
+        registry = f"/home/dev/.cargo/registry/src/index.crates.io-0/{crate}-0.21.0/{rest}"
+        for path, line in ((site["filePath"], site["lineNumber"]), (registry, site["lineNumber"] + 200)):
+            paste = (
+                f"thread 'main' panicked at {path}:{line}:9:\n"
+                f"assertion `left == right` failed: {message}\n  left: 1\n right: 2\n"
+            )
+            best = default_service.lookup(paste).best
+            assert best is not None and best.record.errorMessage == record.errorMessage, (
+                site["filePath"],
+                record.errorMessage,
+                best.record.slug if best else None,
+            )
+            checked += 1
+    assert checked >= 100
