@@ -35,6 +35,18 @@ MACRO_MESSAGE_ARGUMENT: dict[str, int] = {
     "assert_ne": 2,
     "debug_assert_eq": 2,
     "debug_assert_ne": 2,
+    # Crates' own wrappers that forward their arguments to `assert!`/`panic!` (message argument as there):
+    # ndarray's `ndassert!` (`assert!` in debug builds, the message dropped in release builds), wgpu-types'
+    # `strict_assert!` (`assert!` or `debug_assert!`), cubecl-core's kernel expansion errors (below).
+    "ndassert": 1,
+    "strict_assert": 1,
+    "expand_error": 0,
+    "expand_assert": 1,
+}
+# What a wrapper puts before the message it forwards (`concat!(PREFIX, $msg)`): printed as part of it.
+MACRO_MESSAGE_PREFIX: dict[str, str] = {
+    "expand_error": "An error occurred during kernel expansion:\n",
+    "expand_assert": "An error occurred during kernel expansion:\n",
 }
 EXPECT = "expect"
 # burn-tensor's checks: `TensorError::new(<message>)`, optionally `.details(<more>)`, both literal strings or
@@ -51,6 +63,10 @@ BACKGROUND_TAGS: dict[str, str] = {
     "assert_ne": "assertion-mismatch",
     "debug_assert_eq": "assertion-mismatch",
     "debug_assert_ne": "assertion-mismatch",
+    "ndassert": "assertion-failed",
+    "strict_assert": "assertion-failed",
+    "expand_assert": "assertion-failed",
+    "expand_error": "explicit-panic",
     "todo": "unimplemented-api-stub",
     "unimplemented": "unimplemented-api-stub",
     "unreachable": "unreachable-invariant",
@@ -1082,6 +1098,7 @@ class _FileScan:
                 message = _lone_string(atoms, arguments[index])
                 if message is not None:
                     condition = self.assert_condition(word, atoms, arguments[:index]) if wanted else None
+                    message = MACRO_MESSAGE_PREFIX.get(word, "") + message
                     return _Found(word, message, self.path_start(leaf), leaf, condition)
             return None
         if word == EXPECT:

@@ -949,3 +949,63 @@ macro_rules! suite {
         ("generated helper", "generated_helper")
     ]
     assert [function.name for function in harvest.functions] == ["generated_helper"]
+
+
+CRATE_ASSERTS = r"""
+#[cfg(debug_assertions)]
+macro_rules! ndassert {
+    ($e:expr, $($t:tt)*) => { assert!($e, $($t)*) };
+}
+
+#[track_caller]
+fn to_abs_slice(axis_len: usize, slice: Slice) -> (usize, usize, isize)
+{
+    let Slice { start, end, step } = slice;
+    ndassert!(
+        end <= axis_len,
+        "Slice end {} is past end of axis of length {}",
+        end,
+        axis_len,
+    );
+    ndassert!(step != 0, "Slice stride must not be zero");
+    ndassert!(step > 0);
+    (start, end, step)
+}
+
+fn strict(value: Option<u8>) -> u8 {
+    strict_assert!(value.is_some(), "Called strict_unwrap_unchecked on None");
+    strict_assert!(value.is_some());
+    value.unwrap_or(0)
+}
+
+fn cast(size_in: usize, size_out: usize, scalar: bool) {
+    if !scalar {
+        expand_error!("Cast element count must match if input is not scalar");
+    }
+    expand_assert!(size_in == size_out, "Reinterpret type sizes must match");
+}
+"""
+
+
+def test_crate_assert_macros_are_sites_like_assert() -> None:
+    """ndarray's `ndassert!` and wgpu's `strict_assert!` forward to `assert!`: message at the same argument,
+    the condition their first; cubecl's kernel expansion errors print a fixed prefix before the message."""
+    sites = sites_of(CRATE_ASSERTS, "src/dimension/mod.rs")
+    prefix = "An error occurred during kernel expansion:\n"
+    slice_end = "Slice end {} is past end of axis of length {}"
+    cast = prefix + "Cast element count must match if input is not scalar"
+    found = [(s.kind, s.message, s.line, s.column, s.function, s.condition) for s in sites]
+    assert found == [
+        ("ndassert", slice_end, 11, 5, "to_abs_slice", "end <= axis_len"),
+        ("ndassert", "Slice stride must not be zero", 17, 5, "to_abs_slice", "step != 0"),
+        ("strict_assert", "Called strict_unwrap_unchecked on None", 23, 5, "strict", "value.is_some()"),
+        ("expand_error", cast, 30, 9, "cast", "!scalar"),
+        ("expand_assert", prefix + "Reinterpret type sizes must match", 32, 5, "cast", "size_in == size_out"),
+    ]  # `ndassert!(step > 0)` and `strict_assert!(value.is_some())` without a message are not sites
+    records = sites_to_records(sites, repo="rust-ndarray/ndarray", sha=SHA, dataset_version=VERSION)
+    by_message = {record.errorMessage: record for record in records}
+    assert by_message[slice_end].messagePattern == r"Slice end (.+?) is past end of axis of length (.+?)"
+    assert by_message[slice_end].backgroundTag == "assertion-failed"
+    assert "ndassert" in by_message[slice_end].tags
+    assert by_message[cast].messagePattern == cast  # the prefix is printed: it is part of the message
+    assert by_message[cast].backgroundTag == "explicit-panic"
