@@ -52,6 +52,16 @@ _MESSAGE_END = re.compile(
 )
 
 
+# A logger's line after the message: `[<time>] LEVEL module::path ...`, `LEVEL module::path: ...`,
+# env_logger's `[<time> LEVEL module]` (a leading ISO timestamp is already gone, see chat_text).
+_LEVEL = r"(?:TRACE|DEBUG|INFO|WARN(?:ING)?|ERROR)"
+_MODULE = r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z0-9_]+)*"
+_LOG_LINE = re.compile(
+    rf"^[ \t]*(?:\[[^\]\n]{{1,80}}\][ \t]*{_LEVEL}[ \t]+{_MODULE}|\[?{_LEVEL}[ \t]+{_MODULE}(?:\]|:(?!:)))"
+)
+# A note the user wrote after a message line: `attempt to divide by zero      # <- the real cause`.
+_USER_NOTE = re.compile(r"[ \t]{2,}(?:#|//|<-+|\u2190)(?=\s|$)")
+
 # The same ends, met inside a line (a paste whose line breaks chat has lost).
 _JOINED_END = re.compile(
     r"[ \t]+(?:note: (?:run with `RUST_BACKTRACE|Some details are omitted|panic did not)|stack backtrace:)"
@@ -129,8 +139,9 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _message_lines(lines: list[str], start: int, indent: int) -> tuple[list[str], int]:
-    """The message lines after a header at `start`, dedented by the header's indent; and the next index."""
+def _message_lines(lines: list[str], start: int, indent: int, depth: int = 0) -> tuple[list[str], int]:
+    """The message lines after a header at `start`, dedented by the header's indent; and the next index.
+    `depth` is how many brackets the message opened before `start` (its header line's part)."""
     collected: list[str] = []
     index = start
     while index < len(lines) and len(collected) < MAX_MESSAGE_LINES:
@@ -138,12 +149,68 @@ def _message_lines(lines: list[str], start: int, indent: int) -> tuple[list[str]
         if not line.strip():
             # burn's tensor-check block ends with one blank line; a Debug value never holds one.
             break
-        if _MESSAGE_END.match(line):
+        if _ends_message(lines, index, depth):
             break
         cut = min(indent, _indent(line))
-        collected.append(line[cut:].rstrip())
+        kept = line[cut:].rstrip()
+        if depth == 0:
+            kept = _without_user_note(kept)
+        collected.append(kept)
+        depth = max(0, depth + _opened(line))
         index += 1
     return collected, index
+
+
+def _opened(text: str) -> int:
+    """How many more brackets `text` opens than it closes."""
+    return (
+        text.count("(")
+        + text.count("[")
+        + text.count("{")
+        - text.count(")")
+        - text.count("]")
+        - text.count("}")
+    )
+
+
+def _inside_value(prefix: str, depth: int = 0) -> bool:
+    """Whether the text after `prefix` is inside a quoted string, inline code or a bracketed (Debug) value."""
+    return (
+        prefix.count('"') % 2 == 1
+        or prefix.count("`") % 2 == 1
+        or depth + prefix.count("(") > prefix.count(")")
+        or depth + prefix.count("[") > prefix.count("]")
+        or depth + prefix.count("{") > prefix.count("}")
+    )
+
+
+def _ends_message(lines: list[str], index: int, depth: int = 0) -> bool:
+    """Whether the line at `index` ends the message before it: the runtime's or cargo's next line, another
+    panic's header (after a logger's prefix too, not inside a value such as a relaying `CallError(..)`), or a
+    logger's next line."""
+    line = lines[index]
+    if _MESSAGE_END.match(line) or _LOG_LINE.match(line):
+        return True
+    if "panicked at" not in line:
+        return False
+    found = _header(lines, index)
+    start = found[0].start() if found else -1
+    if start < 0 and "panicked at '" in line:
+        old = _HEADER_OLD_START.search(line)
+        start = old.start() if old else -1
+    return start >= 0 and not _inside_value(line[:start], depth)
+
+
+def _without_user_note(line: str) -> str:
+    """A message line without the note its paster wrote after it (`boom      # <- the cause`): only a note
+    after two spaces, with text before it, outside any quoted string or bracketed value."""
+    if "  " not in line:
+        return line
+    for note in _USER_NOTE.finditer(line):
+        before = line[: note.start()]
+        if before.strip() and not _inside_value(before):
+            return before
+    return line
 
 
 def _frames(lines: list[str], start: int) -> tuple[tuple[Frame, ...], int]:
@@ -180,7 +247,7 @@ def _old_style_panic(lines: list[str], index: int) -> tuple[Panic, int] | None:
     rest = "\n".join([line[start.end() :], *lines[index + 1 : index + OLD_STYLE_MESSAGE_LINES]])
     end = _HEADER_OLD_END.search(rest)
     if not end:
-        return None
+        return _cut_old_style_panic(lines, index, start)
     message = rest[: end.start()]
     used = message.count("\n") + 1
     panic = Panic(
@@ -192,29 +259,90 @@ def _old_style_panic(lines: list[str], index: int) -> tuple[Panic, int] | None:
     return panic, index + used
 
 
+def _cut_old_style_panic(lines: list[str], index: int, start: re.Match[str]) -> tuple[Panic, int]:
+    """`panicked at 'message` whose closing `', path:l:c` was cut from the paste: the message runs to a blank
+    line, a `note:` or `stack backtrace:` line, a logger's line or the next panic."""
+    collected = [lines[index][start.end() :].rstrip()]
+    depth = max(0, _opened(collected[0]))
+    next_index = index + 1
+    while next_index < len(lines) and next_index - index < OLD_STYLE_MESSAGE_LINES:
+        line = lines[next_index]
+        if not line.strip() or line.lstrip().startswith("note:") or _ends_message(lines, next_index, depth):
+            break
+        collected.append(line.rstrip())
+        depth = max(0, depth + _opened(line))
+        next_index += 1
+    message = "\n".join(collected).strip()
+    if message.endswith(("'", "',")) and message.count("'") % 2 == 1:
+        message = message.rstrip(",")[:-1].rstrip()  # the closing quote, with the location cut after it
+    panic = Panic(message=message, thread=start.group("thread"), thread_id=_thread_id(start.group("tid")))
+    return panic, next_index
+
+
+def _header(lines: list[str], index: int) -> tuple[re.Match[str], int] | None:
+    """The new-style header on the line at `index`, and how many lines it takes: 2 when a terminal wrapped
+    its path onto the next line (anywhere, even inside a word; a space chat put at the wrap is dropped)."""
+    line = lines[index]
+    if "panicked at " in line:
+        header = _HEADER_NEW.search(line)
+        if header:
+            return header, 1
+    return _wrapped_header(lines, index)
+
+
+def _wrapped_header(lines: list[str], index: int) -> tuple[re.Match[str], int] | None:
+    if index + 1 >= len(lines):
+        return None
+    following = lines[index + 1]
+    if "panicked at" in following or ":" not in following:
+        return None
+    following = following.strip()
+    head = lines[index].rstrip()
+    at = head.rfind("panicked at")
+    if at < 0 or not following:
+        return None
+    start = head[at + len("panicked at") :].lstrip()
+    if start.startswith("'") or any(char.isspace() for char in start):
+        return None  # the old `panicked at '...'` form, or prose
+    joined = head + following if start else head + " " + following
+    header = _HEADER_NEW.search(joined, max(0, at - 400))
+    if header is None or header.start("path") < at or any(char.isspace() for char in header.group("path")):
+        return None
+    return header, 2
+
+
 def _new_style_panic(lines: list[str], index: int) -> tuple[Panic, int] | None:
     line = lines[index]
-    if "panicked at " not in line:
+    if "panicked at" not in line:
         return None  # a plain scan first: most lines of a long log are not headers
-    header = _HEADER_NEW.search(line)
-    if not header:
-        return None
+    header = _HEADER_NEW.search(line) if "panicked at " in line else None
+    if header:
+        span = 1
+    else:
+        # A log of many header fragments comes here for every line: the next line's own `panicked at` first.
+        if index + 1 >= len(lines) or "panicked at" in lines[index + 1]:
+            return None
+        found = _wrapped_header(lines, index)
+        if not found:
+            return None
+        header, span = found
     rest = header.group("rest")
-    body, next_index = _message_lines(lines, index + 1, _indent(line))
+    first = index + span
+    depth = max(0, _opened(rest)) if rest else 0
+    body, next_index = _message_lines(lines, first, _indent(line), depth)
     if not rest and not body:
         # A blank line between the header and its message (chat, a log's double spacing, a bar erased).
-        start = index + 1
+        start = first
         while (
-            start < len(lines)
-            and start - index <= MAX_BLANK_LINES_BEFORE_MESSAGE
-            and not lines[start].strip()
+            start < len(lines) and start - first < MAX_BLANK_LINES_BEFORE_MESSAGE and not lines[start].strip()
         ):
             start += 1
-        if start > index + 1:
+        if start > first:
             later, later_next = _message_lines(lines, start, _indent(line))
             if later:
                 body, next_index = later, later_next
-    message = "\n".join(([rest.rstrip()] if rest else []) + body).strip("\n")
+    head = [_without_user_note(rest.rstrip())] if rest else []
+    message = "\n".join(head + body).strip("\n")
     # Joined onto one line by chat, the runtime's `note: run with RUST_BACKTRACE=1` follows the message.
     joined_end = _JOINED_END.search(message)
     if joined_end:
@@ -244,12 +372,22 @@ def _attach_frames(panic: Panic, lines: list[str], index: int) -> tuple[Panic, i
 
 
 def _headerless_messages(lines: list[str]) -> list[Panic]:
-    """Runtime messages pasted without their header, such as an unwrap on an Err."""
+    """Runtime messages pasted without their header, such as an unwrap on an Err; a relaying `CallError(`
+    left open at the end of its line runs on over the next lines until it closes."""
     found = []
-    for line in lines:
+    for index, line in enumerate(lines):
         unwrap = _UNWRAP.search(line)
         if unwrap:
-            found.append(Panic(message=line[unwrap.start() :].strip(), kind="message"))
+            message = _without_user_note(line[unwrap.start() :].strip())
+            depth = _opened(message[message.find("CallError(") :]) if "CallError(" in message else 0
+            following = index + 1
+            while depth > 0 and following < min(len(lines), index + OLD_STYLE_MESSAGE_LINES):
+                if not lines[following].strip() or _ends_message(lines, following, depth):
+                    break
+                message += "\n" + lines[following].strip()
+                depth += _opened(lines[following])
+                following += 1
+            found.append(Panic(message=message, kind="message"))
     return found
 
 
@@ -364,9 +502,10 @@ _ECHO_START = (
     "Ordering is bigger than operations",
 )
 # Messages that carry another panic's message: cubecl/burn's device runner, tokio's JoinError.
-_RELAY = "task panicked on device runner thread: "
+# Their words may be broken over lines (a terminal's wrap), so any whitespace may come between them.
+_RELAY = re.compile(r"task\s+panicked\s+on\s+device\s+runner\s+thread:\s")
 _RELAY_WITHOUT_MESSAGE = re.compile(
-    r"task panicked on device runner thread|device runner channel disconnected|JoinError::Panic"
+    r"task\s+panicked\s+on\s+device\s+runner\s+thread|device\s+runner\s+channel\s+disconnected|JoinError::Panic"
 )
 _JOIN_ERROR = re.compile(r'JoinError::Panic\(Id\(\d+\), "((?:[^"\\]|\\.)*)"')
 
@@ -393,12 +532,15 @@ def _with_follow_ons(panics: list[Panic]) -> list[Panic]:
 
 
 def _is_echo(message: str, earlier: set[str]) -> bool:
-    first_line = message.split("\n", 1)[0]
+    first_lines = message.split("\n", 2)
+    first_line = first_lines[0]
+    # A relay's words broken over two lines: its `CallError(` opens the first line.
+    relay = "\n".join(first_lines[:2]) if "CallError(" in first_line else first_line
     return (
         message in earlier
         or message.startswith(_ECHO_START)
         or _ECHO_ERROR.search(first_line) is not None
-        or _RELAY_WITHOUT_MESSAGE.search(first_line) is not None
+        or _RELAY_WITHOUT_MESSAGE.search(relay) is not None
     )
 
 
@@ -415,9 +557,10 @@ def _relayed_panic(message: str) -> Panic | None:
 
 
 def _relayed_text(message: str) -> str | None:
-    at = message.find(_RELAY)
-    if at >= 0:
-        rest = message[at + len(_RELAY) :]
+    relay = _RELAY.search(message) if "task" in message else None
+    if relay is not None:
+        at = relay.start()
+        rest = message[relay.end() :]
         if message.rfind("CallError(", 0, at) >= 0:
             rest = rest[: _closing_parenthesis(rest)]
         return rest.strip() or None

@@ -577,3 +577,151 @@ def test_panic_keeps_its_positional_fields() -> None:
         "header",
         False,
     )
+
+
+# -- real pastes from public Burn issues -------------------------------------------------------------------
+
+
+def test_a_header_path_wrapped_by_the_terminal_is_joined_again() -> None:
+    windows = only(
+        "thread 'main' panicked at C:\\Users\\me\\.cargo\\registry\\src\\in\n"
+        "dex.crates.io-1949cf8c6b5b557f\\burn-cubecl-0.20.0\\src\\kernel\\prng\\uniform.rs:23:6:\n"
+        f"Kernel to never fail\n{NOTE}"
+    )
+    assert (windows.kind, windows.message, windows.thread) == ("header", "Kernel to never fail", "main")
+    assert windows.location is not None
+    assert (windows.location.path, windows.location.line, windows.location.column) == (
+        "crates/burn-cubecl/src/kernel/prng/uniform.rs",
+        23,
+        6,
+    )
+    # A space chat put at the wrap, inside a word of a Unix path; the message on the path's line.
+    unix = only(
+        "thread 'main' panicked at /home/me/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/burn-fu \n"
+        "sion-0.20.0/src/stream/execution/ordering.rs:65:38: Ordering is bigger than operations"
+    )
+    assert unix.message == "Ordering is bigger than operations"
+    assert unix.location and (unix.location.path, unix.location.line) == (ORDERING, 65)
+    # Wrapped right after `panicked at`, and inside the line and column.
+    assert only("thread 'main' panicked at\n  src/main.rs:3:5:\nboom").message == "boom"
+    split_numbers = only("thread 'main' panicked at src/main.rs:3\n5:7:\nboom")
+    assert split_numbers.location and (split_numbers.location.line, split_numbers.location.column) == (35, 7)
+    # Not a wrap: prose, or a next line that is a panic of its own.
+    assert only("it panicked at startup, see\nsrc/main.rs:3:5: here").kind == "query"
+    [panic] = extract_panics("thread 'a' panicked at x\nthread 'b' panicked at src/y.rs:3:4:\nboom")
+    assert (panic.thread, panic.message) == ("b", "boom")
+    assert panic.location and panic.location.path == "src/y.rs"
+
+
+def test_a_relay_broken_over_two_lines_still_gives_the_relayed_message() -> None:
+    relaying_text = (
+        "called `Result::unwrap()` on an `Err` value: CallError(task panicked on device\n"
+        "runner thread: Should have handle for tensor TensorId { value: 3584 })"
+    )
+    relaying, cause = extract_panics(
+        f"thread 'main' panicked at crates/burn-fusion/src/client.rs:200:14:\n{relaying_text}\n{NOTE}"
+    )
+    assert relaying.follow_on and relaying.message == relaying_text
+    assert (cause.kind, cause.message, cause.follow_on) == (
+        "relayed",
+        "Should have handle for tensor TensorId { value: 3584 }",
+        False,
+    )
+    # Pasted without its header, the unwrap's open `CallError(` runs on to the line that closes it.
+    message, relayed = extract_panics(f"got this:\n{relaying_text}\n{NOTE}")
+    assert (message.kind, message.message, message.follow_on) == ("message", relaying_text, True)
+    assert (relayed.kind, relayed.message) == (
+        "relayed",
+        "Should have handle for tensor TensorId { value: 3584 }",
+    )
+
+
+def test_an_old_format_message_cut_before_its_closing_quote_keeps_its_lines() -> None:
+    first = (
+        "called `Result::unwrap()` on an `Err` value: Torch(\"Could not run 'aten::empty.memory_format' "
+        "with arguments from the 'CUDA' backend. This could be because"
+    )
+    second = "the operator doesn't exist for this backend [..]"
+    third = "If you are a Facebook employee using PyTorch on mobile, please visit [..]"
+    for end in (
+        "\n\nCPU: registered at [..]\n",
+        f"\n{NOTE}\n",
+        "\nstack backtrace:\n   0: f\n",
+        "\nnote: x\n",
+    ):
+        panic = only(f"thread 'main' panicked at '{first}\n{second}\n{third}{end}")
+        assert (panic.kind, panic.message, panic.location, panic.thread) == (
+            "header",
+            f"{first}\n{second}\n{third}",
+            None,
+            "main",
+        )
+    # The next panic ends it and is found.
+    cut, after = extract_panics(
+        f"thread 'main' panicked at '{first}\n{second}\nthread 'b' panicked at src/b.rs:1:2:\nboom"
+    )
+    assert (cut.message, after.message) == (f"{first}\n{second}", "boom")
+    # Only the location cut: the closing quote is not part of the message.
+    assert only("thread 'main' panicked at 'index out of bounds',").message == "index out of bounds"
+    assert only("thread 'main' panicked at 'from the 'CUDA'").message == "from the 'CUDA'"
+
+
+def test_a_logger_panic_line_ends_the_message_before_it() -> None:
+    fusion = (
+        "ERROR burn_train::learner::application_logger: PANIC => panicked at "
+        "crates/burn-fusion/src/stream/execution/ordering.rs:65:38:"
+    )
+    first, second = extract_panics(
+        f"thread 'main' panicked at src/a.rs:1:2:\nfirst message\n{fusion}\n"
+        "Ordering is bigger than operations\n"
+    )
+    assert first.message == "first message"
+    assert (second.message, second.kind) == ("Ordering is bigger than operations", "header")
+    assert second.location and (second.location.path, second.location.line) == (ORDERING, 65)
+    first, second = extract_panics(
+        "thread 'main' panicked at src/a.rs:1:2:\nfirst message\n"
+        "[2026-04-17T00:12:32Z ERROR my_app] panicked at src/main.rs:5:5:\nsecond\n"
+        "[2026-04-17T00:12:33Z INFO  my_app::shutdown] stopping"
+    )
+    assert (first.message, second.message) == ("first message", "second")
+    # A logger's next line ends a message too.
+    for log_line in (
+        "2025-07-24T22:25:04Z INFO  burn_train::learner::epoch: Executing training step",
+        "[00:01:02] WARN burn_train::metric next",
+        "DEBUG cubecl_runtime::tune: tuning",
+    ):
+        assert only(f"thread 'main' panicked at src/a.rs:1:2:\nboom\n{log_line}\nnot it").message == "boom"
+    # A `panicked at` inside a relaying value or a string is the message's, not a new panic.
+    _, cause = extract_panics(
+        "thread 'main' panicked at src/main.rs:3:9:\ncalled `Result::unwrap()` on an `Err` value: "
+        "CallError(task panicked on device\nrunner thread: panicked at src/kernel.rs:12:5: bad kernel)"
+    )
+    assert (cause.kind, cause.message) == ("relayed", "bad kernel")
+    assert only(
+        "thread 'main' panicked at src/a.rs:1:2:\nsaid \"x panicked at src/b.rs:3:4: y\" twice"
+    ).message == ('said "x panicked at src/b.rs:3:4: y" twice')
+
+
+def test_the_pasters_own_note_after_a_message_line_is_dropped() -> None:
+    panic = only(
+        "thread 'main' panicked at src/a.rs:1:2:\n"
+        "    attempt to divide by zero            # \u2190 real root cause, fires ONCE\n"
+    )
+    assert panic.message.strip() == "attempt to divide by zero"
+    for note in ("  // mine", "   <-- here", "  \u2190 this", "  #"):
+        assert only(f"thread 'main' panicked at src/a.rs:1:2: boom{note}").message == "boom"
+    [unwrap] = extract_panics("called `Result::unwrap()` on an `Err` value: Io(NotFound)    # the loader")
+    assert unwrap.message == "called `Result::unwrap()` on an `Err` value: Io(NotFound)"
+    # Kept: inside a string or a Debug value, after one space, with nothing before it, or not a note mark.
+    kept = (
+        'bad name: "a   # b"',
+        "Shape { dims: [2,   # 3] }",
+        "issue #42",
+        "see https://x.dev  //ok",
+        "count  #3",
+        "a < b   <= c",
+    )
+    for message in kept:
+        assert only(f"thread 'main' panicked at src/a.rs:1:2:\n{message}").message == message
+    debug = "Shape {\n    dims: 2,   # not a note\n}"
+    assert only(f"thread 'main' panicked at src/a.rs:1:2:\n{debug}").message == debug
