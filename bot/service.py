@@ -24,6 +24,9 @@ SITE_CONFIDENCE = 0.7
 CONTENDER_MARGIN = 0.1
 FAR = 1 << 30
 RELEASE_EXTRA_CANDIDATES = 5
+# A harvested pattern with fewer literal characters than this (`wgpu error: {err}`) says little of what
+# happened: an analysed record whose whole, more literal pattern matched explains the paste better.
+GENERIC_PATTERN_SPECIFICITY = 12
 RUNTIME_TAG = "rust-runtime-panic"
 # Runtime records whose advice does not depend on what failed: never posted unasked.
 GENERIC_RUNTIME_CLASSES = frozenset({None, "Result", "Option"})
@@ -99,6 +102,8 @@ class PanicLookup:
         if best is None or best.record.has_analysis:
             return result
         specific = self.matcher.specificity(best.record_index)
+        if specific >= GENERIC_PATTERN_SPECIFICITY:
+            return result  # a specific message at its own site: the analysed generic one does not replace it
         for position, match in enumerate(result.matches[1:], start=1):
             if (
                 match.known
