@@ -16,6 +16,7 @@ from bot.matcher import LookupResult, Match, Matcher, Reason
 from bot.paths import common_suffix_length, path_parts
 from bot.records import Catalog, Record
 from bot.releases import CheckoutHint, Release, ReleaseTable, Site, VersionHint, hint_from_path, hints_in_text
+from bot.rust_messages import split_format_string
 
 # A panic at the exact line of a site of the release it names, with no message matched: the answer, never
 # posted unasked.
@@ -129,11 +130,12 @@ class PanicLookup:
         releases = self.catalog.releases
         if panic.location is not None or releases.gone_since(best.record.id) is None:
             return result
+        literal = _literal_text(best.record)
         for position, match in enumerate(result.matches[1:], start=1):
             if (
                 match.known
-                and match.record.errorMessage == best.record.errorMessage
                 and match.record.repo == best.record.repo
+                and _literal_text(match.record) == literal  # `{:?}` and `{id:?}` alike
                 and releases.sites_of(match.record.id)
                 and releases.gone_since(match.record.id) is None
             ):
@@ -424,6 +426,11 @@ class AnswerSite:
             "gone_since": self.gone_since,
             "note": self.note or None,
         }
+
+
+def _literal_text(record: Record) -> str:
+    """A message's literal words, placeholders dropped: `{:?}` and `{id:?}` read the same."""
+    return " ".join(split_format_string(record.errorMessage)).lower()
 
 
 def _full_pattern_match(match: Match) -> bool:
