@@ -91,3 +91,16 @@ def test_a_short_pattern_from_another_file_is_not_the_answer(service: PanicLooku
     result = service.lookup(paste("src/model.rs:11:1", message))
     assert result.best is None or result.best.record.repo != "gfx-rs/wgpu"
     assert result.auto_reply is False
+
+
+def test_a_relayed_message_without_a_location_answers_with_the_current_record(service: PanicLookup) -> None:
+    text = (
+        "panicked at crates/burn-fusion/src/client.rs:200:14:\n"
+        "called `Result::unwrap()` on an `Err` value: CallError(task panicked on device\n"
+        "runner thread: Should have handle for tensor TensorId { value: 3584 })\n"
+    )
+    result = service.lookup(text)
+    assert result.best is not None
+    assert result.panics[result.answer_panic or 0].kind == "relayed"
+    assert result.best.record.filePath == "crates/burn-ir/src/handle.rs"
+    assert service.releases.gone_since(result.best.record.id) is None
