@@ -10,6 +10,7 @@ from dataclasses import asdict
 from rich.console import Console
 from rich.table import Table
 
+from adapters.cli.progress import stderr_progress
 from bot.lint import ERROR, Finding, lint_catalog
 from bot.patterns import is_valid_pattern
 from bot.records import DEFAULT_CATALOG_WORD, Catalog, CatalogProblem, load_catalog
@@ -127,10 +128,14 @@ def _release_tables(catalog: Catalog) -> Table:
 
 def run_lint(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
     """Every finding with its severity; exit 1 when any is an error (so CI can gate a data set)."""
-    catalog = load_catalog(paths)
-    problems = [
-        Finding("", p.source, p.line, ERROR, "unreadable", p.reason) for p in catalog.errors
-    ] + lint_catalog(catalog)
+    with stderr_progress() as progress:
+        task = progress.add_task("lint", total=2)
+        catalog = load_catalog(paths)
+        progress.advance(task)
+        problems = [
+            Finding("", p.source, p.line, ERROR, "unreadable", p.reason) for p in catalog.errors
+        ] + lint_catalog(catalog)
+        progress.advance(task)
     errors = sum(1 for finding in problems if finding.severity == ERROR)
     if as_json:
         payload = {

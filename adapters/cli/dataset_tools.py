@@ -5,16 +5,16 @@ The file side of `bot.harvest` and `bot.merge`: walking folders, decoding, writi
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from adapters.cli.progress import stderr_progress
+from adapters.files import write_atomically
 from bot.harvest import (
     HarvestedSite,
     crate_of,
@@ -96,19 +96,22 @@ def run_harvest(src: Path, repo: str, sha: str, out: TextIO, dataset_version: st
     skipped = 0
     harvested: list[tuple[str, list[HarvestedSite]]] = []
     test_paths: set[str] = set()
-    for path, relative in files:
-        if is_skipped_path(relative):
-            skipped += 1
-            continue
-        try:
-            text = path.read_bytes().decode("utf-8", errors="replace")
-        except OSError as exc:
-            _warn(f"{path}: cannot read: {exc.strerror}")
-            code = EXIT_PROBLEMS
-            continue
-        found, test_modules = harvest_file(text, relative, repo=repo, sha=sha)
-        test_paths.update(test_modules)
-        harvested.append((relative, found))
+    with stderr_progress() as progress:
+        task = progress.add_task("harvest", total=len(files))
+        for path, relative in files:
+            progress.advance(task)
+            if is_skipped_path(relative):
+                skipped += 1
+                continue
+            try:
+                text = path.read_bytes().decode("utf-8", errors="replace")
+            except OSError as exc:
+                _warn(f"{path}: cannot read: {exc.strerror}")
+                code = EXIT_PROBLEMS
+                continue
+            found, test_modules = harvest_file(text, relative, repo=repo, sha=sha)
+            test_paths.update(test_modules)
+            harvested.append((relative, found))
     for relative, found in harvested:
         normalised = normalise_path(relative)
         if normalised in test_paths or any(normalised.startswith(p) for p in test_paths if p.endswith("/")):
@@ -150,29 +153,6 @@ def _report(catalog: Catalog, role: str) -> tuple[int, bool]:
     return len(catalog.errors), unusable
 
 
-def write_atomically(path: Path, lines: Sequence[str]) -> None:
-    """Write `lines` to `path` through a temporary file in the same folder and a rename: a reader (or a
-    crash) sees the old file or the whole new one, never half of it."""
-    temporary: str | None = None
-    try:
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-        ) as handle:
-            temporary = handle.name
-            for line in lines:
-                handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        # NamedTemporaryFile makes a private (0600) file; a catalog is meant to be read by others.
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-        raise
-
-
 def run_merge(analysed_paths: Sequence[Path | str], baseline_path: Path | str, out_path: Path | str) -> int:
     """Merge analysed catalogs over a harvested baseline into `out_path` (written atomically).
 
@@ -182,8 +162,12 @@ def run_merge(analysed_paths: Sequence[Path | str], baseline_path: Path | str, o
     if not analysed_paths:
         _warn("merge needs at least one analysed catalog")
         return EXIT_USAGE
-    analysed = load_catalog(list(analysed_paths))
-    baseline = load_catalog([baseline_path])
+    with stderr_progress() as progress:
+        task = progress.add_task("merge: read", total=2)
+        analysed = load_catalog(list(analysed_paths))
+        progress.advance(task)
+        baseline = load_catalog([baseline_path])
+        progress.advance(task)
     bad_analysed, unusable_analysed = _report(analysed, "analysed")
     bad_baseline, unusable_baseline = _report(baseline, "baseline")
     if unusable_analysed or unusable_baseline:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import re
 import subprocess
 import sys
@@ -21,9 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from adapters.cli.dataset_tools import record_line
+from adapters.cli.progress import stderr_progress
+from adapters.files import write_bytes_atomically
 from bot.ecosystem import ReleaseHarvest, Source, build_ecosystem, dumps_line
 from bot.harvest import (
     FileHarvest,
@@ -398,9 +397,7 @@ def _gzip_lines(path: Path, lines: Sequence[str]) -> None:
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as handle:
         for line in lines:
             handle.write(line.encode("utf-8") + b"\n")
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(buffer.getvalue())
-    os.replace(temporary, path)
+    write_bytes_atomically(path, buffer.getvalue())
 
 
 def build(
@@ -411,13 +408,7 @@ def build(
     `ecosystem.functions.jsonl.gz` (every function's lines per file per release, to name any pasted line)."""
     cache = HarvestCache({})
     harvests: list[ReleaseHarvest] = []
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        transient=not sys.stderr.isatty(),
-    ) as progress:
+    with stderr_progress() as progress:
         task = progress.add_task("harvest", total=len(sources))
         for source in sources:
             progress.update(task, description=f"{source.repo} {source.ref[:12]}")
