@@ -91,6 +91,7 @@ class Registered:
 REGISTRY: tuple[Registered, ...] = (
     Registered("slack", "SLACK_BOT_TOKEN", "adapters.slack.server"),
     Registered("discord", "DISCORD_TOKEN", "adapters.discord.runner"),
+    Registered("github", "GITHUB_WEBHOOK_SECRET", "adapters.github.app"),
 )
 NAMES = tuple(entry.name for entry in REGISTRY)
 VARIABLES = {entry.name: entry.variable for entry in REGISTRY}

@@ -1,0 +1,529 @@
+"""GitHub issues in, core calls, one markdown comment out: a GitHub App (or a single-repository token)
+behind `POST /github/events` on the service's HTTP port.
+
+- `issues` opened/edited and `issue_comment` created/edited: in the repositories of
+  `GITHUB_AUTO_REPLY_REPOS`, a paste the core marks for auto-reply gets one comment with the card, changed in
+  place when the paste is edited and deleted when the panic is gone (never on pull requests unless
+  `GITHUB_AUTO_REPLY_PULL_REQUESTS`);
+- `@panicbot` in a comment, anywhere the app is installed: the card for the comment (and what it quotes),
+  else for the issue, always answered;
+- 👍/👎 reactions on the bot's comments are read back as votes on the issue's next event and on a schedule.
+
+Deliveries are checked on their raw bytes (`X-Hub-Signature-256`) before anything parses them, deduplicated
+on `X-GitHub-Delivery` (through Redis with several replicas), acknowledged at once and answered afterwards
+(GitHub wants a 2XX within 10 seconds)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from adapters import chat
+from adapters.answers import paste_digest
+from adapters.github import render
+from adapters.github.api import (
+    REQUEST_TIMEOUT_SECONDS,
+    AppAuth,
+    Auth,
+    GitHubApi,
+    GitHubApiError,
+    TokenAuth,
+)
+from adapters.github.settings import GitHubSettings, load_github_settings, read_private_key
+from adapters.platforms import Host, ServeOptions
+from adapters.state import ExpiringMap
+from bot import Card, Lookup, LookupResult
+
+log = logging.getLogger("panicbot.github")
+
+NAME = "github"
+EVENTS_PATH = "/github/events"
+# GitHub caps a delivery at 25 MB; an issue body of a megabyte (escaped in JSON) fits easily in this. The
+# core reads a paste within its own limits (bot.extract), so a larger text costs no more than that.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_READ_TIMEOUT_SECONDS = 10.0
+# One card per record per issue for as long as the bot follows a paste's edits.
+COOLDOWN_SECONDS = float(chat.REPLY_TTL_SECONDS)
+# Reactions are not delivered by webhook: the bot's recent comments are read back this often.
+VOTE_SYNC_SECONDS = 15 * 60
+RECENT_REPLIES = 1_000  # comments whose reactions the schedule reads (this process's newest)
+_SIGNATURE = re.compile(r"sha256=[0-9a-f]{64}")
+_DELIVERY = re.compile(r"[0-9A-Za-z-]{1,64}")
+_VOTES = {"+1": "up", "-1": "down"}
+
+
+class GitHubState(chat.ChatState[str]):
+    """What the handlers remember, built once per process. Pastes and replies are keyed `owner/name#12`
+    (an issue's description) and `owner/name#c345` (a comment); with Redis, shared by every replica."""
+
+    platform = NAME
+
+
+def issue_key(repo: str, number: int) -> str:
+    return f"{repo.lower()}#{number}"
+
+
+def comment_key(repo: str, comment_id: int | str) -> str:
+    return f"{repo.lower()}#c{comment_id}"
+
+
+def _reply_key(reply: chat.PostedReply) -> str:
+    # A reply's channel is its issue (`owner/name#12`, the cooldown's place); its id, the comment's.
+    return comment_key(reply.channel.rsplit("#", 1)[0], reply.reply_id)
+
+
+def signature_is_valid(secret: str, body: bytes, signature: str | None) -> bool:
+    """GitHub's `X-Hub-Signature-256` (`sha256=` and the hex HMAC-SHA256 of the raw body), constant time."""
+    if not signature or not _SIGNATURE.fullmatch(signature):
+        return False
+    expected = "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode("ascii"), signature.encode("ascii"))
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _id(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+@dataclass(frozen=True)
+class Issue:
+    """The issue (or pull request) an event is about, and the installation that may write to it."""
+
+    repo: str
+    number: int
+    installation: int | None
+    pull_request: bool = False
+
+    @property
+    def key(self) -> str:
+        return issue_key(self.repo, self.number)
+
+
+@dataclass(frozen=True)
+class _Tracked:
+    issue: Issue
+    comment_id: str
+    record_id: str
+
+
+class GitHubView:
+    """A comment's markdown for each kind of answer to a mention."""
+
+    def __init__(self, slug: str, source: str) -> None:
+        self.slug, self.source = slug, source
+
+    def note(self, text: str) -> str:
+        return render.note_comment(text)
+
+    def usage(self) -> str:
+        return render.usage_comment(self.slug)
+
+    def no_match(self, result: LookupResult, query: str) -> str:
+        return render.no_match_comment(result, query)
+
+    def card(self, card: Card, result: LookupResult) -> str:
+        return render.card_comment(card, render.Marker(card.record_id, self.source))
+
+
+class GitHubReplier:
+    """GitHub's side of an unasked reply: a comment on the paste's issue, edited and deleted in place. The
+    comment's marker names the paste (`source`) and its digest, so the bot finds it again after a restart."""
+
+    def __init__(self, handlers: GitHubHandlers, issue: Issue, source: str, text: str) -> None:
+        self.handlers, self.issue, self.source, self.text = handlers, issue, source, text
+
+    def _comment(self, card: Card) -> str:
+        return render.card_comment(card, render.Marker(card.record_id, self.source, paste_digest(self.text)))
+
+    async def post(self, card: Card) -> str | None:
+        return await self.handlers.post(self.issue, self._comment(card), card.record_id)
+
+    async def update(self, reply: chat.PostedReply, card: Card) -> chat.Update:
+        api = self.handlers.api
+        try:
+            await api.update_comment(
+                self.issue.repo, reply.reply_id, self._comment(card), self.issue.installation
+            )
+        except GitHubApiError as exc:
+            self.handlers.refused(exc)
+            return chat.Update.GONE if exc.status in (404, 410) else chat.Update.FAILED
+        self.handlers.track(self.issue, reply.reply_id, card.record_id)
+        return chat.Update.DONE
+
+    async def delete(self, reply: chat.PostedReply) -> None:
+        self.handlers.untrack(reply.reply_id)
+        try:
+            await self.handlers.api.delete_comment(self.issue.repo, reply.reply_id, self.issue.installation)
+        except GitHubApiError as exc:
+            if exc.status != 404:  # already gone is what we wanted
+                self.handlers.refused(exc)
+
+
+class GitHubHandlers:
+    """Each delivery turned into `ChatFlows` calls."""
+
+    def __init__(self, settings: GitHubSettings, service: Lookup, state: GitHubState, api: GitHubApi) -> None:
+        self.settings, self.service, self.state, self.api = settings, service, state, api
+        self.flows = chat.ChatFlows(NAME, service, state, _reply_key)
+        slug = re.escape(settings.github_app_slug)
+        self.mention = re.compile(rf"(?<![\w/@.-])@{slug}(?:\[bot\])?(?![\w-])", re.IGNORECASE)
+        self.bot_login = f"{settings.github_app_slug}[bot]"
+        self.own_logins: set[str] = {self.bot_login}
+        self.recent: OrderedDict[str, _Tracked] = OrderedDict()
+        self._votes_seen: ExpiringMap[tuple[str, str], str] = ExpiringMap(
+            COOLDOWN_SECONDS, 100_000, state.clock
+        )
+
+    # -- deliveries ---------------------------------------------------------------------------------------
+
+    async def handle(self, event: str, payload: dict[str, Any]) -> None:
+        """One delivery, after it was acknowledged."""
+        repo = _text(_dict(payload.get("repository")).get("full_name"))
+        issue_info = _dict(payload.get("issue"))
+        number = _id(issue_info.get("number"))
+        if not repo or number is None or event not in ("issues", "issue_comment"):
+            return
+        issue = Issue(
+            repo, number, _id(_dict(payload.get("installation")).get("id")), "pull_request" in issue_info
+        )
+        action = _text(payload.get("action"))
+        sender = _dict(payload.get("sender"))
+        by_bot = sender.get("type") == "Bot" or _text(sender.get("login")) in self.own_logins
+        author = _text(sender.get("login"))
+        if event == "issues":
+            await self.on_issue(action, issue, issue_info, author, by_bot=by_bot)
+        else:
+            await self.on_comment(
+                action, issue, _dict(payload.get("comment")), issue_info, author, by_bot=by_bot
+            )
+        await self.read_votes_of(issue)
+
+    def auto_reply(self, issue: Issue) -> bool:
+        if issue.repo.lower() not in self.settings.github_auto_reply_repos:
+            return False
+        return not issue.pull_request or self.settings.github_auto_reply_pull_requests
+
+    async def on_issue(
+        self, action: str, issue: Issue, info: dict[str, Any], author: str, *, by_bot: bool
+    ) -> None:
+        key = issue.key
+        if action == "deleted":  # its comments went with it
+            reply = self.state.replies.pop(key)
+            if reply is not None:
+                self.untrack(reply.reply_id)
+            return
+        if by_bot or action not in ("opened", "edited") or not self.auto_reply(issue):
+            return
+        text = _text(info.get("body"))
+        paste = chat.Paste(key, issue.key, text, author)
+        replier = GitHubReplier(self, issue, "issue", text)
+        if action == "opened":
+            await self.flows.unasked_reply(paste, replier)
+        else:
+            await self.follow(paste, "issue", issue, replier)
+
+    async def on_comment(
+        self,
+        action: str,
+        issue: Issue,
+        comment: dict[str, Any],
+        issue_info: dict[str, Any],
+        author: str,
+        *,
+        by_bot: bool,
+    ) -> None:
+        comment_id = _id(comment.get("id"))
+        if comment_id is None:
+            return
+        key = comment_key(issue.repo, comment_id)
+        source = f"c{comment_id}"
+        body = _text(comment.get("body"))
+        if action == "deleted":
+            self.untrack(str(comment_id))
+            await self.flows.deleted(key, GitHubReplier(self, issue, source, ""))
+            return
+        if by_bot or _dict(comment.get("user")).get("type") == "Bot" or render.MARKER_PREFIX in body:
+            return  # our own comments (and other bots') come back as events too
+        if action == "created" and self.mention.search(body):
+            await self.answer_mention(issue, comment_id, body, _text(issue_info.get("body")), author)
+            return
+        if action not in ("created", "edited") or not self.auto_reply(issue):
+            return
+        paste = chat.Paste(key, issue.key, body, author)
+        replier = GitHubReplier(self, issue, source, body)
+        if action == "created":
+            await self.flows.unasked_reply(paste, replier)
+        else:
+            await self.follow(paste, source, issue, replier)
+
+    async def follow(self, paste: chat.Paste[str], source: str, issue: Issue, replier: GitHubReplier) -> None:
+        """An edited paste: its card follows (edited, or deleted when the panic is gone). A card this
+        process does not remember is looked for on the issue by its marker; a paste that had none and now
+        holds a panic gets one."""
+        if self.state.replies.get(paste.key) is None:
+            await self.recover(paste.key, source, issue)
+        if self.state.replies.get(paste.key) is None:
+            await self.flows.unasked_reply(paste, replier)
+            return
+        await self.flows.edited(paste.key, paste.text, replier)
+
+    async def recover(self, key: str, source: str, issue: Issue) -> None:
+        """Our comment answering `source`, found again by its marker (after a restart without Redis)."""
+        try:
+            comments = await self.api.issue_comments(issue.repo, issue.number, issue.installation)
+        except GitHubApiError as exc:
+            self.refused(exc)
+            return
+        for comment in comments:
+            marker = render.read_marker(_text(comment.get("body")))
+            comment_id = _id(comment.get("id"))
+            if marker is None or marker.source != source or comment_id is None or not self._own(comment):
+                continue
+            self.state.replies.put(
+                key, chat.PostedReply(issue.key, str(comment_id), marker.record_id, marker.digest)
+            )
+            self.state.gate.allow(issue.key, marker.record_id)
+            self.track(issue, str(comment_id), marker.record_id)
+            return
+
+    def _own(self, comment: dict[str, Any]) -> bool:
+        return _text(_dict(comment.get("user")).get("login")) in self.own_logins
+
+    async def answer_mention(
+        self, issue: Issue, comment_id: int, body: str, issue_body: str, author: str
+    ) -> None:
+        """`@panicbot` in a comment: the card for what the comment holds or quotes, else for the issue."""
+        if self.flows.too_many(author):
+            return  # GitHub has no private note: a public "slow down" would be one more comment
+        text = self.mention.sub(" ", body).strip()
+        answer = self.flows.answer(text) if text else None
+        if (answer is None or (answer.result is not None and not answer.known)) and issue_body.strip():
+            parent = self.flows.answer(issue_body)
+            if parent.known or answer is None:
+                answer = parent
+        view = GitHubView(self.settings.github_app_slug, f"c{comment_id}")
+        message = answer.shown(view) if answer is not None else view.usage()
+        await self.post(issue, message, answer.card.record_id if answer and answer.card else None)
+
+    # -- GitHub calls that never raise ---------------------------------------------------------------------
+
+    def refused(self, exc: GitHubApiError) -> None:
+        self.state.observer.api_error(NAME, str(exc.status))
+        log.warning("GitHub refused %s (%s)", exc.route, exc.status)
+
+    async def post(self, issue: Issue, body: str, record_id: str | None) -> str | None:
+        """A new comment on the issue; its id, or None (logged) when GitHub refused."""
+        try:
+            created = await self.api.create_comment(issue.repo, issue.number, body, issue.installation)
+        except GitHubApiError as exc:
+            self.refused(exc)
+            return None
+        login = _text(_dict(created.get("user")).get("login"))
+        if login:
+            self.own_logins.add(login)  # a token's user: its comments are ours too
+        comment_id = str(created["id"])
+        if record_id is not None:
+            self.track(issue, comment_id, record_id)
+        return comment_id
+
+    # -- votes ---------------------------------------------------------------------------------------------
+
+    def track(self, issue: Issue, comment_id: str, record_id: str) -> None:
+        self.recent[comment_id] = _Tracked(issue, comment_id, record_id)
+        self.recent.move_to_end(comment_id)
+        while len(self.recent) > RECENT_REPLIES:
+            self.recent.popitem(last=False)
+
+    def untrack(self, comment_id: str) -> None:
+        self.recent.pop(comment_id, None)
+
+    async def read_votes_of(self, issue: Issue) -> None:
+        """The votes on the bot's comments on this issue (reactions come with no event of their own)."""
+        tracked = [entry for entry in self.recent.values() if entry.issue.key == issue.key]
+        remembered = self.state.replies.get(issue.key)  # another replica's card on the description
+        if remembered is not None and all(entry.comment_id != remembered.reply_id for entry in tracked):
+            tracked.append(_Tracked(issue, remembered.reply_id, remembered.record_id))
+        for entry in tracked:
+            await self.read_votes(entry)
+
+    async def read_votes(self, entry: _Tracked) -> None:
+        issue = entry.issue
+        try:
+            reactions = await self.api.comment_reactions(issue.repo, entry.comment_id, issue.installation)
+        except GitHubApiError as exc:
+            if exc.status == 404:
+                self.untrack(entry.comment_id)
+                return
+            self.refused(exc)
+            return
+        place = comment_key(issue.repo, entry.comment_id)
+        for reaction in reactions:
+            vote = _VOTES.get(_text(reaction.get("content")))
+            user = _dict(reaction.get("user"))
+            user_id = str(user.get("id") or _text(user.get("login")))
+            if vote is None or user.get("type") == "Bot" or user_id in ("", "None"):
+                continue
+            seen = (place, user_id)
+            if self._votes_seen.get(seen) == vote:
+                continue  # read before: neither stored nor counted twice
+            if await self.flows.vote(record_id=entry.record_id, user=user_id, vote=vote, place=place):
+                self._votes_seen.put(seen, vote)
+
+    async def read_votes_regularly(self, every: float = VOTE_SYNC_SECONDS) -> None:
+        """The schedule: this process's recent comments, read back every `every` seconds."""
+        while True:
+            await asyncio.sleep(every)
+            for entry in list(self.recent.values()):
+                try:
+                    await self.read_votes(entry)
+                except Exception:
+                    log.exception("reading the votes of a comment failed")
+
+
+# -- the webhook ------------------------------------------------------------------------------------------
+
+
+def _refused(status: int, error: str) -> web.Response:
+    return web.json_response({"error": error}, status=status)
+
+
+async def read_body(request: web.Request, *, limit: int, timeout: float) -> bytes:
+    """The raw body, at most `limit` bytes, read within `timeout` seconds; else an HTTP error (a body too
+    slow closes the connection). Compressed bodies are refused: GitHub never sends them."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise web.HTTPUnsupportedMediaType(text="compressed bodies are not accepted")
+    if request.content_length is not None and request.content_length > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(timeout):
+            while chunk := await request.content.readany():
+                size += len(chunk)
+                if size > limit:
+                    raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+                chunks.append(chunk)
+    except TimeoutError:
+        if request.transport is not None:
+            request.transport.close()
+        raise web.HTTPRequestTimeout(text="the body came too slowly") from None
+    return b"".join(chunks)
+
+
+def add_github_routes(
+    web_app: web.Application,
+    handlers: GitHubHandlers,
+    *,
+    secret: str,
+    read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> None:
+    """`POST /github/events`: signature first (401, nothing parsed), then dedupe, ack, and work after."""
+    if not secret:
+        raise ValueError("the GitHub webhook needs its secret")
+    state = handlers.state
+
+    async def events(request: web.Request) -> web.Response:
+        raw = await read_body(request, limit=max_body_bytes, timeout=read_timeout)
+        headers = request.headers
+        if not signature_is_valid(secret, raw, headers.get("X-Hub-Signature-256")):
+            log.debug("refused a delivery without a valid GitHub signature (%d bytes)", len(raw))
+            return _refused(401, "invalid signature")
+        event = headers.get("X-GitHub-Event", "")
+        delivery = headers.get("X-GitHub-Delivery", "")
+        if not _DELIVERY.fullmatch(delivery) or not event:
+            return _refused(400, "a delivery without X-GitHub-Event or X-GitHub-Delivery")
+        try:
+            payload = json.loads(raw)
+        except (ValueError, RecursionError):
+            log.warning("refused a signed delivery that is not JSON (%s)", event)
+            return _refused(400, "malformed delivery")
+        if not isinstance(payload, dict):
+            return _refused(400, "malformed delivery")
+        if event == "ping":
+            return web.json_response({"ok": True})
+        if state.stopping:
+            # A failed delivery can be redelivered from the app's settings; a dropped one is lost.
+            return _refused(503, "stopping")
+        if not handlers.flows.first_time(f"delivery:{delivery}"):
+            log.info("delivery %s already handled; acknowledging the redelivery", delivery)
+            return web.json_response({"ok": True, "duplicate": True})
+        state.spawn(handlers.handle(event, payload))
+        return web.json_response({"ok": True}, status=202)
+
+    web_app.router.add_post(EVENTS_PATH, events)
+
+
+# -- inside `panicbot serve` ------------------------------------------------------------------------------
+
+
+def build_auth(settings: GitHubSettings) -> Auth:
+    if settings.github_app_id is not None:
+        return AppAuth(settings.github_app_id, read_private_key(settings))
+    assert settings.github_token is not None  # load_github_settings checked it
+    return TokenAuth(settings.github_token.get_secret_value())
+
+
+class GitHubPlatform:
+    """GitHub inside `panicbot serve`: the webhook on the service's HTTP port, the REST API on one session."""
+
+    name = NAME
+
+    def load_settings(self, options: ServeOptions) -> GitHubSettings:
+        return load_github_settings()
+
+    async def start(self, host: Host, settings: GitHubSettings, options: ServeOptions) -> GitHubState:
+        shared = host.shared_state("panicbot:github", COOLDOWN_SECONDS, more=chat.shared_replies)
+        state = GitHubState(
+            cooldown_seconds=COOLDOWN_SECONDS, observer=host.observer, feedback=host.feedback, **shared
+        )
+        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS))
+        api = GitHubApi(session, settings.github_api_url, build_auth(settings))
+        handlers = GitHubHandlers(settings, host.live, state, api)
+        add_github_routes(
+            host.web_app,
+            handlers,
+            secret=settings.github_webhook_secret.get_secret_value(),
+            read_timeout=host.http_read_timeout,
+        )
+        votes = asyncio.get_running_loop().create_task(handlers.read_votes_regularly())
+
+        async def close() -> None:
+            votes.cancel()
+            await asyncio.gather(votes, return_exceptions=True)
+            await session.close()
+
+        # Replies in flight finish before the session closes; deliveries meanwhile get a 503.
+        host.on_stop(state.drain, before_close=True)
+        host.on_close(close)
+        host.ready_when(self.name, lambda: not session.closed)
+        repos = len(settings.github_auto_reply_repos)
+        log.info(
+            "GitHub webhook on %s (%s; auto-reply in %d repositor%s)",
+            EVENTS_PATH,
+            "app" if settings.app_mode else "token",
+            repos,
+            "y" if repos == 1 else "ies",
+        )
+        return state
+
+
+PLATFORM = GitHubPlatform()
