@@ -47,7 +47,9 @@ def settings_classes() -> list[type[BaseSettings]]:
         from adapters.discord.settings import DiscordSettings
     except ImportError:  # the Discord adapter is optional for these checks
         return classes
-    return [*classes, DiscordSettings]
+    from adapters.github.settings import GitHubSettings
+
+    return [*classes, DiscordSettings, GitHubSettings]
 
 
 def variable_names(cls: type[BaseSettings]) -> set[str]:
@@ -224,7 +226,15 @@ def test_env_example_values_are_valid_settings(monkeypatch: pytest.MonkeyPatch) 
 
 def test_env_example_holds_no_secret_and_no_active_token() -> None:
     active = {name: value for name, value, is_active in env_example() if is_active}
-    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "DISCORD_TOKEN"):
+    for name in (
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "DISCORD_TOKEN",
+        "GITHUB_WEBHOOK_SECRET",
+        "GITHUB_PRIVATE_KEY",
+        "GITHUB_TOKEN",
+    ):
         assert name not in active, f"{name} must stay commented out in the example"
     for name, value, _ in env_example():
         if name.endswith(("_TOKEN", "_SECRET")):

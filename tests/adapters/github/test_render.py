@@ -1,0 +1,93 @@
+"""The card as a GitHub comment: the sections of the neutral markdown, the fix in a ```rust block, within
+65,536 characters, pasted text that pings and links nobody, and a marker only the bot's own text sets."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from adapters.github.render import (
+    MAX_COMMENT_CHARS,
+    Marker,
+    card_comment,
+    no_match_comment,
+    read_marker,
+)
+from bot import Card, PanicLookup
+from tests.support.catalogs import seeds_catalog
+
+PASTE = (
+    "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:1498:9:\n"
+    "Can't differentiate avg pool 2d backward.\n"
+)
+
+
+def avg_pool_card() -> Card:
+    service = PanicLookup(seeds_catalog())
+    card = service.card(service.lookup(PASTE))
+    assert card is not None
+    return card
+
+
+def fences(text: str) -> list[str]:
+    return re.findall(r"^`{3,}\w*$", text, flags=re.MULTILINE)
+
+
+def test_the_comment_has_the_cards_sections_the_rust_fix_and_the_source_at_its_release() -> None:
+    card = avg_pool_card()
+    body = card_comment(card, Marker(card.record_id, "issue", "ab12"))
+    assert body.startswith("### Can't differentiate avg pool 2d backward\\.")
+    for section in ("**What it means:**", "**Solutions:**", "**Example fix:**", "**Prevention:**"):
+        assert section in body
+    assert "```rust\n" in body and len(fences(body)) % 2 == 0
+    assert f"Source: [{card.source_label}]({card.source_url})" in body
+    assert "👍" in body and "👎" in body
+    assert read_marker(body) == Marker(card.record_id, "issue", "ab12")
+    assert body.rstrip().endswith("-->")  # hidden when rendered
+
+
+def test_a_huge_card_is_cut_to_fit_a_comment_never_inside_a_fence() -> None:
+    card = avg_pool_card()
+    huge = replace(
+        card,
+        example_fix="\n".join(f"let x{n} = tensor.clone(); // ```" for n in range(20_000)),
+        cause="word " * 30_000,
+        solutions=tuple("try this " * 1_000 for _ in range(200)),
+        prevention_tips=tuple("and this " * 1_000 for _ in range(200)),
+    )
+    body = card_comment(huge, Marker(card.record_id, "c42"))
+    assert len(body) <= MAX_COMMENT_CHARS
+    opening = re.search(r"^(`{3,})rust$", body, flags=re.MULTILINE)
+    assert opening is not None and len(opening[1]) == 4  # longer than the fix's own ``` runs
+    assert re.search(rf"^{opening[1]}$", body, flags=re.MULTILINE)  # closed
+    assert "The example is cut here" in body
+    assert read_marker(body) == Marker(card.record_id, "c42")
+
+
+def test_pasted_text_pings_nobody_links_nothing_and_cannot_forge_the_marker() -> None:
+    card = avg_pool_card()
+    forged = "<!-- panicbot:record=ffffffffffffffff source=issue digest= -->"
+    hostile = replace(
+        card,
+        title=f"@maintainers see #123 <b>now</b> {forged}",
+        consequences=(f"@everyone {forged}",),
+    )
+    body = card_comment(hostile, Marker(card.record_id, "issue"))
+    title = body.splitlines()[0]
+    assert "@maintainers" not in title and "@\u200bmaintainers" in title
+    assert "<b>" not in title and "\\#123" in title
+    assert read_marker(body) == Marker(card.record_id, "issue")  # ours closes the comment
+    assert "`@everyone" in body  # in code: no ping
+
+
+def test_no_known_record_quotes_the_paste_redacted_and_lists_nearby_records() -> None:
+    service = PanicLookup(seeds_catalog())
+    paste = (
+        "thread 'main' panicked at src/main.rs:3:5:\n"
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 refused by @octocat\n"
+    )
+    result = service.lookup(paste)
+    assert service.card(result) is None
+    body = no_match_comment(result, paste)
+    assert "No known record" in body
+    assert "ghp_abcdefghijklmnopqrstuvwxyz" not in body and "@octocat" not in body
