@@ -34,6 +34,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # `python bench/bench_lookup.py` puts bench/, not the root, on sys.path
     sys.path.insert(0, str(REPO_ROOT))
 
+import re2  # noqa: E402
 from rapidfuzz import process  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -41,7 +42,7 @@ from rich.table import Table  # noqa: E402
 from bot import patterns as bot_patterns  # noqa: E402
 from bot.matcher import Matcher  # noqa: E402
 from bot.records import Record, load_catalog  # noqa: E402
-from bot.rust_messages import pattern_from_message  # noqa: E402
+from bot.rust_messages import pattern_from_message, pattern_segments, split_format_string  # noqa: E402
 
 DATA_FILE = REPO_ROOT.parent / "shared/data/burn-panics.jsonl"
 REAL_SIZE = 1199
@@ -61,6 +62,8 @@ TARGET_BUILD_S_PER_100K = 5.0
 TARGET_INDEX_BYTES = 2048
 TARGET_MAX_SIZE = 100_000
 SMALL_BUILD = 10_000
+RE2_SET_CHUNK = 5_000  # patterns per RE2 Set in the RE2 Set baseline
+SHAPES = ("plain", "releases", "escaped")
 
 console = Console(width=160)
 
@@ -171,16 +174,43 @@ def synth_id(k: int) -> str:
     return f"{(k * 0x9E3779B97F4A7C15 + 0x5EED) & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
-def generate_synthetic(bases: Sequence[dict], count: int, seed: int) -> Iterator[Record]:
+def reescaped(record: Record) -> Record:
+    """The record with its plain messagePattern's literals escaped by `re.escape` instead."""
+    segments = pattern_segments(record.messagePattern or "")
+    if segments is None:
+        return record
+    pattern = "(.+?)".join(re.escape(segment) for segment in segments)
+    return record.model_copy(update={"messagePattern": pattern})
+
+
+def python_escaped_pattern(message: str) -> str:
+    """The messagePattern a tool using Python's `re.escape` writes: `\\ `, `\\-`, `\\#` ... and `(.+?)`."""
+    return "(.+?)".join(re.escape(segment) for segment in split_format_string(message))
+
+
+def generate_synthetic(
+    bases: Sequence[dict], count: int, seed: int, *, releases: int = 1, files: int = 1, escaped: bool = False
+) -> Iterator[Record]:
     """`count` synthetic records (Record.model_validate each), deterministic for a seed. A prefix of a longer
-    run equals a shorter run, so one generation serves every size."""
+    run equals a shorter run, so one generation serves every size. With `releases` x `files` above 1, each
+    message has that many copies (the shape of a multi-release catalog): the same message in `files` files,
+    each at `releases` lines a few apart (one per release). `escaped`: patterns written with `re.escape`."""
     rng = random.Random(seed)
     vocab = Vocabulary.from_messages([b["errorMessage"] for b in bases])
     modules: dict[int, str] = {}
+    copies = releases * files
+    base: dict = {}
+    message = ""
     for k in range(count):
-        base = bases[rng.randrange(len(bases))]
-        message = synth_message(base["errorMessage"], rng, vocab, k)
-        file_index = k // RECORDS_PER_FILE
+        group, copy = divmod(k, copies)
+        if copy == 0:
+            base = bases[rng.randrange(len(bases))]
+            message = synth_message(base["errorMessage"], rng, vocab, group)
+        release, site = divmod(copy, files)
+        # ~RECORDS_PER_FILE records per file: with copies, each file holds its sites in every release.
+        slot = (group * files + site) if copies > 1 else k
+        per_file = max(1, RECORDS_PER_FILE // releases)
+        file_index = slot // per_file
         crate = file_index // FILES_PER_CRATE
         module = modules.get(file_index)
         if module is None:
@@ -188,14 +218,14 @@ def generate_synthetic(bases: Sequence[dict], count: int, seed: int) -> Iterator
             sub = rng.choice(("", "", "ops/", "tensor/", "kernel/"))
             module = modules[file_index] = f"{sub}{word}_{file_index % FILES_PER_CRATE}"
         path = f"crates/burn-synth-{crate}/src/{module}.rs"
-        line = 20 + (k % RECORDS_PER_FILE) * 25 + rng.randrange(20)
+        line = 20 + (slot % per_file) * 25 + (3 * release if copies > 1 else rng.randrange(20))
         slug = _SLUG.sub("-", unbrace(_PLACEHOLDER.sub("", message)).lower()).strip("-")[:80]
         record = dict(base)
         record.update(
             id=synth_id(k),
             slug=slug,
             errorMessage=message,
-            messagePattern=pattern_from_message(message),
+            messagePattern=python_escaped_pattern(message) if escaped else pattern_from_message(message),
             filePath=path,
             lineNumber=line,
             githubUrl=f"https://github.com/tracel-ai/burn/blob/{base.get('analyzedSha')}/{path}#L{line}",
@@ -518,6 +548,51 @@ def run_regex_baseline(
     return prep, latencies, tops
 
 
+def run_re2_set_baseline(
+    records: Sequence[Record], texts: Sequence[str], budget_s: float, minimum: int
+) -> tuple[float, list[int], list[int | None]]:
+    """Every messagePattern in RE2 Sets (full match, `.` matches newlines; as many Sets of RE2_SET_CHUNK
+    patterns as needed, each compiled once), then per query one Match per Set and the first hit."""
+    start = time.perf_counter()
+    options = re2.Options()
+    options.dot_nl = True
+    options.log_errors = False
+    options.max_mem = 256 << 20
+    sets: list[tuple[Any, list[int]]] = []
+    current: Any = None
+    owners: list[int] = []
+    for index, record in enumerate(records):
+        if current is None:
+            current, owners = re2.Set.FullMatchSet(options), []
+        try:
+            current.Add(record.messagePattern or re.escape(record.errorMessage))
+        except re2.error:
+            continue
+        owners.append(index)
+        if len(owners) == RE2_SET_CHUNK:
+            current.Compile()
+            sets.append((current, owners))
+            current = None
+    if current is not None and owners:
+        current.Compile()
+        sets.append((current, owners))
+    prep = time.perf_counter() - start
+    latencies: list[int] = []
+    tops: list[int | None] = []
+    clock = time.perf_counter_ns
+    gc.collect()
+    deadline = time.perf_counter() + budget_s
+    for text in texts:
+        if len(latencies) >= minimum and time.perf_counter() > deadline:
+            break
+        t0 = clock()
+        message = baseline_message(text).encode()
+        hits = [owners[i] for compiled, owners in sets for i in compiled.Match(message) or ()]
+        latencies.append(clock() - t0)
+        tops.append(min(hits) if hits else None)
+    return prep, latencies, tops
+
+
 def run_rapidfuzz_baseline(
     records: Sequence[Record], texts: Sequence[str], budget_s: float, minimum: int
 ) -> tuple[float, list[int], list[int | None]]:
@@ -718,6 +793,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--profile-queries", type=int, default=300, help="lookups profiled (at 1M: 40)")
     parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="plain",
+        help="synthetic catalog: 'plain' (one record per message), 'releases' (each message --releases x "
+        "--files times), 'escaped' (patterns written with Python's re.escape, every record)",
+    )
+    parser.add_argument("--releases", type=int, default=10, help="releases per message with --shape releases")
+    parser.add_argument("--files", type=int, default=8, help="files per message with --shape releases")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes = [REAL_SIZE, 10_000]
@@ -737,7 +821,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console.print(f"code: {code_version()}; load average at start {_load()}")
     console.print(
         f"[bold]panicbot lookup benchmark[/bold]  python {sys.version.split()[0]}, sizes "
-        f"{', '.join(f'{s:,}' for s in args.sizes)}{' (quick)' if args.quick else ''}"
+        f"{', '.join(f'{s:,}' for s in args.sizes)}{' (quick)' if args.quick else ''}; shape {args.shape}"
+        + (f" ({args.releases} releases x {args.files} files a message)" if args.shape == "releases" else "")
     )
 
     # -- catalogs and queries: all generated before any timing -----------------------------------------
@@ -747,6 +832,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     real_n = len(real_records)
     bases = [r.model_dump() for r in real_records]
+    if args.shape == "escaped":  # the real records' patterns too, the same literals escaped by re.escape
+        real_records = [reescaped(record) for record in real_records]
     agree = sum(pattern_from_message(b["errorMessage"]) == b["messagePattern"] for b in bases)
     console.print(
         f"real catalog: {real_n:,} records from {DATA_FILE} "
@@ -767,7 +854,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         tracemalloc.start()
         before, _ = tracemalloc.get_traced_memory()
         checkpoints = set(traced_sizes) | {trace_until}
-        for record in generate_synthetic(bases, synth_needed, args.seed):
+        copies = (args.releases, args.files) if args.shape == "releases" else (1, 1)
+        for record in generate_synthetic(
+            bases,
+            synth_needed,
+            args.seed,
+            releases=copies[0],
+            files=copies[1],
+            escaped=args.shape == "escaped",
+        ):
             synthetic.append(record)
             if tracemalloc.is_tracing() and len(synthetic) in checkpoints:
                 synth_bytes[len(synthetic)] = tracemalloc.get_traced_memory()[0] - before
@@ -893,6 +988,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             texts = [q.text for q in subset]
             for name, runner in (
                 ("re.fullmatch loop", run_regex_baseline),
+                ("RE2 Set (full match)", run_re2_set_baseline),
                 ("rapidfuzz extractOne", run_rapidfuzz_baseline),
             ):
                 console.print(

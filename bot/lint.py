@@ -91,6 +91,14 @@ def _pattern_findings(entry: CatalogEntry) -> Iterable[Finding]:
     elif pattern == "":
         yield _finding(entry, WARNING, "pattern-empty", "messagePattern is empty: its message is matched")
     key, segments = record_key(pattern, record.errorMessage)
+    if pattern and not isinstance(key, tuple):
+        yield _finding(
+            entry,
+            WARNING,
+            "pattern-regex",
+            "messagePattern is a regex, not literal text with (.+?) placeholders: it is matched with RE2 "
+            "(found by an RE2 Set, then compiled), not by str.find, and has no anchor words in the index",
+        )
     # `.expect()` messages are not format strings: their braces print as written.
     printed = (filled_message(record.errorMessage).strip(), record.errorMessage.strip())
     hits = (match_record(key, text) for text in printed)

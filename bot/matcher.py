@@ -25,12 +25,15 @@ from rapidfuzz.distance import OSA
 from bot.extract import Location, Panic, extract, root_panic_index
 from bot.paths import common_suffix_length, path_parts
 from bot.patterns import (
+    REGEX_SET_SIZE,
     LiteralPattern,
     PatternHit,
     match_literal_word,
     match_pattern,
     normalize_space,
     record_key,
+    regex_set,
+    regex_set_match,
     unfold_span,
 )
 from bot.records import Record
@@ -193,13 +196,20 @@ class Matcher:
         self.records: list[Record] = list(records)
         # A plain pattern as literal segments (matched with str.find), else the record's own regex (RE2).
         self._keys: list[LiteralPattern | str] = []
+        # Records that share a key (one message in many files and releases) form a group, verified once
+        # per lookup: a group's records, by group (`_members[_member_start[g]:_member_start[g + 1]]`).
+        self._group_keys: list[LiteralPattern | str] = []
+        self._member_start = array("I")
+        self._members = array("I")
+        self._regex_sets = RegexSets()  # the groups with a regex of their own, found by RE2 Sets
         self._specificity = array("H")
         self._placeholders = array("H")
         self._words = array("H")
         self._paths: list[tuple[str, ...]] = []
         self._lines = array("i")  # -1: no line number
-        # A Bloom signature of the words any text matching the pattern holds (0: no such word known).
+        # Per group: a Bloom signature of the words any text matching the pattern holds (0: none known).
         self._signatures: list[int] = []
+        # Groups by anchor word(s); groups with no anchor word (none of them a regex).
         self._anchors: dict[str, array[int]] = {}
         self._pair_anchors: dict[str, dict[str, array[int]]] = {}
         self._unanchored = array("I")
@@ -214,7 +224,13 @@ class Matcher:
 
     def _build(self) -> None:
         postings: dict[str, list[int]] = defaultdict(list)
-        safe_by_record: list[set[str] | None] = []
+        # Per group: its anchor words (None for a regex), and its records.
+        safe_by_group: list[set[str] | None] = []
+        members: list[list[int]] = []
+        # A literal key is one group: its records have the same segments but for whitespace, so the same
+        # words, specificity and placeholders. A regex's words and specificity come from each record's
+        # message: its records are grouped by those too.
+        group_of: dict[object, int] = {}
         by_path: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for index, record in enumerate(self.records):
             key, segments = record_key(record.messagePattern, record.errorMessage)
@@ -222,7 +238,17 @@ class Matcher:
             every, safe = segment_tokens(segments)
             for token in every:
                 postings[token].append(index)
-            safe_by_record.append(safe if plain else None)
+            specific = min(specificity(segments), 0xFFFF)
+            group_key: object = key if plain else (key, specific, len(segments))
+            group = group_of.get(group_key)
+            if group is None:
+                group = group_of[group_key] = len(members)
+                members.append([])
+                safe_by_group.append(safe if plain else None)
+                self._group_keys.append(key)
+            else:
+                key = self._group_keys[group]  # one key object per group
+            members[group].append(index)
             parts = path_parts(record.filePath or "")
             same_file = by_path.get(parts)
             if same_file is None:
@@ -234,19 +260,34 @@ class Matcher:
             line = record.lineNumber
             self._lines.append(line if line is not None and 0 <= line < 2**31 else -1)
             self._keys.append(key)
-            self._specificity.append(min(specificity(segments), 0xFFFF))
+            self._specificity.append(specific)
             self._placeholders.append(min(len(segments) - 1, 0xFFFF))
             self._words.append(min(len(every), 0xFFFF))
+        for group_members in members:
+            self._member_start.append(len(self._members))
+            self._members.extend(group_members)
+        self._member_start.append(len(self._members))
         # Rarest first: fewest records, then longest, then alphabetical (a stable order across builds).
         order = sorted(postings, key=lambda token: (len(postings[token]), -len(token), token))
         rank = {token: position for position, token in enumerate(order)}
         anchors: dict[str, list[int]] = defaultdict(list)
         pair_anchors: dict[str, dict[str, list[int]]] = defaultdict(dict)
-        for index, anchor_words in enumerate(safe_by_record):
+        regexes: list[tuple[int, str]] = []
+        for index, anchor_words in enumerate(safe_by_group):
+            # A pattern with too few literal characters is no evidence: never a candidate.
+            weak = self._specificity[members[index][0]] < MIN_PATTERN_SPECIFICITY
             if not anchor_words:
                 self._signatures.append(0)
-                if self._specificity[index] >= MIN_PATTERN_SPECIFICITY:
+                key = self._group_keys[index]
+                if weak:
+                    continue
+                if isinstance(key, str):
+                    regexes.append((index, key))
+                else:
                     self._unanchored.append(index)
+                continue
+            if weak:
+                self._signatures.append(0)
                 continue
             # The rarest word keeps each anchor list short; a message holding the pattern holds the word.
             # All its words are checked (by signature) before any pattern runs: near-identical messages
@@ -263,6 +304,7 @@ class Matcher:
                     seconds[order[ranks[1]]] = ids = []
                 ids.append(index)
             self._signatures.append(_signature(anchor_words))
+        self._regex_sets = RegexSets(regexes)
         self._anchors = {token: array("I", ids) for token, ids in anchors.items()}
         self._pair_anchors = {
             first: {second: array("I", ids) for second, ids in seconds.items()}
@@ -374,7 +416,8 @@ class Matcher:
         return tuple(reasons)
 
     def _pattern_evidence(self, variants: list[str], evidence: dict[int, _Evidence]) -> None:
-        """Verify every record whose anchor words the message holds (and the few without an anchor)."""
+        """Verify every group whose anchor words the message holds (the few without an anchor, and the
+        regexes an RE2 Set found): once per distinct pattern, however many records carry it."""
         words: set[str] = set()
         for variant in variants:
             words.update(tokens(variant))
@@ -388,12 +431,14 @@ class Matcher:
         lacking = ~_signature(words)  # the bits of words the message does not hold
         # Literal patterns compare with the message's whitespace runs folded; regexes see it as pasted.
         forms = list(dict.fromkeys((normalize_space(variant), variant) for variant in variants))
-        for record_index in candidates:
-            if self._specificity[record_index] < MIN_PATTERN_SPECIFICITY:
-                continue
-            if self._signatures[record_index] & lacking:
+        if self._regex_sets:
+            candidates.update(self._regex_sets.search([pasted for _, pasted in forms]))
+        for group in candidates:
+            if self._signatures[group] & lacking:
                 continue  # a word the pattern needs is not in the message
-            key = self._keys[record_index]
+            key = self._group_keys[group]
+            best: PatternHit | None = None
+            best_text = ""
             for folded, pasted in forms:
                 if isinstance(key, tuple):
                     hit = match_literal_word(key, folded)
@@ -403,19 +448,25 @@ class Matcher:
                     hit = match_pattern(key, pasted)
                 if hit is None:
                     continue
-                text = pasted
-                points = _pattern_points(
-                    hit, self._specificity[record_index], self._placeholders[record_index]
-                )
+                # The same specificity and placeholders throughout: the strongest mode is the most points.
+                if best is None or _MODE_RANK[hit.mode] > _MODE_RANK[best.mode]:
+                    best, best_text = hit, pasted
+                if hit.mode == "full":
+                    break
+            if best is None:
+                continue
+            start, stop = self._member_start[group], self._member_start[group + 1]
+            first = self._members[start]
+            points = _pattern_points(best, self._specificity[first], self._placeholders[first])
+            hit_text = best_text[best.start : best.end]
+            for record_index in self._members[start:stop]:
                 found = evidence.get(record_index)
                 if found is None:
                     evidence[record_index] = found = _Evidence()
                 if points > found.pattern_points:
-                    found.hit, found.pattern_points = hit, points
-                    found.hit_text = text[hit.start : hit.end]
-                    found.message_length = len(text)
-                if hit.mode == "full":
-                    break
+                    found.hit, found.pattern_points = best, points
+                    found.hit_text = hit_text
+                    found.message_length = len(best_text)
 
     def _location_evidence(self, location: Location, evidence: dict[int, _Evidence]) -> None:
         """Location points for every candidate, and the pasted file's records nearest the pasted line as
@@ -682,6 +733,39 @@ class Matcher:
         if self._specificity[top.record_index] < needed or words < 2:
             return False
         return not (panic.kind != "header" and "contained" in pattern_reason.detail and words < 4)
+
+
+_MODE_RANK = {"contained": 0, "expect": 1, "full": 2}  # the order of their points
+
+
+class RegexSets:
+    """The patterns of groups with a regex of their own, in RE2 Sets built once: a lookup compiles and
+    runs only the programs of patterns found in the message (`compile_pattern` caches them), not one for
+    every regex of the catalog. A Set that RE2 cannot build leaves its groups verified on every lookup."""
+
+    def __init__(self, regexes: Sequence[tuple[int, str]] = ()) -> None:
+        self._sets: list[tuple[object, array[int]]] = []
+        self._always = array("I")
+        for start in range(0, len(regexes), REGEX_SET_SIZE):
+            chunk = regexes[start : start + REGEX_SET_SIZE]
+            built = regex_set([pattern for _, pattern in chunk])
+            if built is None:
+                self._always.extend(group for group, _ in chunk)
+            else:
+                self._sets.append((built, array("I", [group for group, _ in chunk])))
+
+    def __bool__(self) -> bool:
+        return bool(self._sets or self._always)
+
+    def search(self, texts: Iterable[str]) -> set[int]:
+        """The groups whose regex is found in one of `texts` (or that no Set holds)."""
+        found: set[int] = set(self._always)
+        for text in texts:
+            encoded = text.encode("utf-8", errors="surrogatepass")
+            for built, groups in self._sets:
+                for position in regex_set_match(built, encoded):
+                    found.add(groups[position])
+        return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 import re2
 
-from bot.rust_messages import escape_literal, pattern_segments, split_format_string
+from bot.rust_messages import escape_literal, split_format_string
 
 # RE2's `\s`: the whitespace a tolerant pattern treats as one space.
 _SPACE_RUN = re.compile(r"[ \t\n\r\f]+")
@@ -30,10 +30,40 @@ class PatternHit:
     end: int
 
 
+# Unescaped, these are regex syntax; every other character is itself. `]` and `}` alone are literal in
+# RE2 and Python's `re`, so they need no escape.
+_METACHARACTERS = ".^$*+?()[{|\\"
+# A piece of pattern that is literal text whatever its escaping: characters that are not metacharacters,
+# and a backslash before any character but an ASCII letter or digit (`\d`, `\n`, `\x41` are regex syntax).
+# `re.escape` writes `\ `, `\-`, `\#`, `\&`, `\~` (older Pythons `\:`, `\,`, `\'` too); the data set
+# escapes only metacharacters.
+_LITERAL_PIECE = re.compile(r"(?:[^.^$*+?()\[{|\\]|\\[^0-9A-Za-z])*", re.DOTALL)
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+PLACEHOLDER_REGEX = "(.+?)"
+
+
+def literal_segments(pattern: str) -> list[str] | None:
+    r"""Literal segments of a pattern made only of literal text and `(.+?)` placeholders, however its
+    literals are escaped (`a\ b`, `a b`, `\-` and `-` alike); None for any other regex."""
+    segments = []
+    for piece in pattern.split(PLACEHOLDER_REGEX):
+        if "\\" not in piece:
+            for char in _METACHARACTERS:
+                if char in piece:
+                    return None
+            segments.append(piece)
+            continue
+        if _LITERAL_PIECE.fullmatch(piece) is None:
+            return None
+        segments.append(_ESCAPED.sub(r"\1", piece))
+    return segments
+
+
 def record_segments(pattern: str | None, message: str) -> tuple[list[str], bool]:
-    """The literal segments a record's text is made of, and whether its pattern is the plain derived kind."""
+    """The literal segments a record's text is made of, and whether its pattern is literal text with
+    placeholders (the plain kind, whatever its escaping)."""
     if pattern:
-        segments = pattern_segments(pattern)
+        segments = literal_segments(pattern)
         if segments is not None:
             return segments, True
     return split_format_string(message), not pattern  # an empty pattern is no pattern: the message's
@@ -224,6 +254,37 @@ def compile_pattern(pattern: str) -> Any:
         return re2.compile(tolerant_pattern(pattern), _OPTIONS)
     except re2.error:
         return re2.compile(tolerant_pattern(escape_literal(pattern)), _OPTIONS)
+
+
+# Patterns per RE2 Set: a lookup runs every Set once per form of the message; smaller Sets keep each
+# one's DFA small (RE2 gives up on a Set whose DFA outgrows its memory).
+REGEX_SET_SIZE = 512
+_SET_OPTIONS = re2.Options()
+_SET_OPTIONS.log_errors = False
+_SET_OPTIONS.dot_nl = True
+_SET_OPTIONS.max_mem = 64 << 20
+
+
+def regex_set(patterns: list[str]) -> Any | None:
+    """An RE2 Set that finds where each of `patterns` (as `compile_pattern` compiles it) is met in a text;
+    None when RE2 cannot build it."""
+    built = re2.Set.SearchSet(_SET_OPTIONS)
+    try:
+        for pattern in patterns:
+            try:
+                built.Add(tolerant_pattern(pattern))
+            except re2.error:
+                built.Add(tolerant_pattern(escape_literal(pattern)))
+        built.Compile()
+    except re2.error:
+        return None
+    return built
+
+
+def regex_set_match(built: Any, text: bytes) -> list[int]:
+    """Positions (in the order added) of the Set's patterns found in `text` (UTF-8)."""
+    found: list[int] | None = built.Match(text)
+    return found or []
 
 
 def tolerant_pattern(pattern: str) -> str:

@@ -99,3 +99,13 @@ def test_the_shared_catalog_lints_clean() -> None:
     from tests.support.pastes import shared_data_dir
 
     assert lint_catalog(load_catalog([shared_data_dir() / "burn-panics.jsonl"])) == []
+
+
+def test_a_pattern_that_falls_back_to_regex_is_a_warning_and_an_escaped_literal_is_not() -> None:
+    regex = base(
+        messagePattern=r"^Unsupported dtype \w+ for sum$", errorMessage="Unsupported dtype {} for sum"
+    )
+    assert (WARNING, "pattern-regex") in checks(catalog_of(regex))
+    # Python's re.escape writes `\ `: still literal text with a placeholder, matched with str.find.
+    escaped = base(messagePattern=r"Unsupported\ dtype\ (.+?)\ for\ sum")
+    assert checks(catalog_of(escaped)) == set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -358,3 +359,61 @@ def test_two_typo_queries_over_the_burn_catalog_find_their_message() -> None:
             missed.append(query.text)
     # Measured at 98.5 % over 1,500 such queries (bench/typo_accuracy.py); the rest are listed there.
     assert len(missed) <= 3, missed
+
+
+def test_a_message_with_many_copies_is_verified_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multi-release catalog holds one message in many files and releases: a paste verifies that pattern
+    once, not once per copy (calls counted, as test_accuracy counts RE2 compiles); every copy is ranked."""
+    import bot.matcher as matcher_module
+
+    message = "Can't differentiate avg pool 2d backward."
+    copies = [
+        record(
+            f"copy-{release}-{site}", message, f"crates/burn-autodiff-{site}/src/ops/module.rs", 900 + release
+        )
+        for release in range(10)
+        for site in range(8)
+    ]
+    # The same text escaped as Python's re.escape writes it is the same pattern.
+    copies.append(record("escaped", message, MODULE, 1200, messagePattern=re.escape(message)))
+    matcher = Matcher([*copies, *CATALOG])
+    calls = 0
+    literal = matcher_module.match_literal_word
+
+    def counted(parts: tuple[str, ...], text: str) -> object:
+        nonlocal calls
+        if "differentiate avg pool" in " ".join(parts):
+            calls += 1
+        return literal(parts, text)
+
+    monkeypatch.setattr(matcher_module, "match_literal_word", counted)
+    result = matcher.lookup(f"thread 'main' panicked at {MODULE}:1498:9:\n{message}", limit=100)
+    assert calls == 1
+    matched = {m.record.id for m in result.matches if m.reasons and m.reasons[0].signal == "pattern"}
+    assert {c.id for c in copies} <= matched
+    assert result.best is not None and result.best.record.id == "avgpool"  # the pasted site still wins
+
+
+def test_regexes_are_found_by_a_set_and_compile_only_when_met(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records with a regex of their own are found by RE2 Sets built with the index: a lookup compiles no
+    program for a regex the message does not meet."""
+    from bot import patterns
+
+    regexes = [
+        record(
+            f"rx-{n}",
+            f"shape mismatch number {n}",
+            f"crates/burn-r/src/m{n}.rs",
+            10,
+            messagePattern=rf"^shape mismatch number {n}\d*$",
+        )
+        for n in range(300)
+    ]
+    matcher = Matcher([*regexes, *CATALOG])
+    patterns.compile_pattern.cache_clear()
+    result = matcher.lookup("thread 'main' panicked at src/main.rs:3:5:\nshape mismatch number 17")
+    assert result.best is not None and result.best.record.id == "rx-17"
+    assert patterns.compile_pattern.cache_info().misses <= 2  # rx-17 and rx-1 (its prefix), not 300
+    patterns.compile_pattern.cache_clear()
+    matcher.lookup("thread 'main' panicked at src/main.rs:3:5:\nsomething else entirely")
+    assert patterns.compile_pattern.cache_info().misses == 0

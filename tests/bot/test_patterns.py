@@ -11,10 +11,14 @@ from hypothesis import strategies as st
 from bot.patterns import (
     PatternHit,
     literal_pattern,
+    literal_segments,
     match_literal,
     match_literal_word,
     match_pattern,
     normalize_space,
+    record_key,
+    regex_set,
+    regex_set_match,
     unfold_span,
 )
 from bot.rust_messages import escape_literal
@@ -237,3 +241,43 @@ def test_the_re2_path_widens_a_plain_regex_as_the_reference_does(segments: list[
 def test_final_punctuation_agrees_with_re2(segments: list[str], message: str) -> None:
     text = normalize_space(message)
     assert match_literal(literal_pattern(segments), text) == reference_hit(tolerant_regex(segments), text)
+
+
+# -- literal patterns whatever their escaping (issue 15) ----------------------------------------------------
+
+_LITERAL_SEGMENTS = st.lists(st.text(max_size=30), min_size=1, max_size=4)
+
+
+@given(_LITERAL_SEGMENTS)
+@settings(max_examples=300, deadline=None)
+def test_a_python_escaped_pattern_is_the_literal_of_the_plain_escape(segments: list[str]) -> None:
+    """`re.escape` writes `\\ `, `\\-`, `\\#` ...: the pattern is still literal text with placeholders, with
+    the same key (so the same str.find matching) as the data set's escape of the same text."""
+    python = "(.+?)".join(re.escape(segment) for segment in segments)
+    plain = "(.+?)".join(escape_literal(segment) for segment in segments)
+    assert literal_segments(python) == literal_segments(plain) == segments
+    message = "{}".join(segment.replace("{", "{{").replace("}", "}}") for segment in segments)
+    python_key, _ = record_key(python, message)
+    assert isinstance(python_key, tuple)
+    assert python_key == record_key(plain, message)[0]
+
+
+def test_literal_segments_accepts_any_escape_of_punctuation_and_refuses_regex_syntax() -> None:
+    assert literal_segments(r"a\ b\:\,\-\#(.+?)c") == ["a b:,-#", "c"]
+    assert literal_segments(r"tensor\[0\] } ]") == ["tensor[0] } ]"]
+    assert literal_segments("C:\\\\temp") == ["C:\\temp"]  # an escaped backslash
+    for regex in (r"^not implemented$", r"a\d+", r"a\nb", r"x{2}", r"a|b", r"a.b", "trailing\\", r"\(.+?)"):
+        assert literal_segments(regex) is None, regex
+        assert not isinstance(record_key(regex, "message")[0], tuple)
+
+
+@given(
+    st.lists(st.sampled_from(["ab", "a+b", "x\\d", "(.+?) failed", "^start", "end$", "c[0-9]"]), max_size=6),
+    st.text(alphabet="abx01+ failedstrcend[]9\n", max_size=40),
+)
+@settings(max_examples=200, deadline=None)
+def test_a_regex_set_finds_exactly_the_patterns_a_search_finds(patterns: list[str], text: str) -> None:
+    built = regex_set(patterns)
+    assert built is not None
+    found = set(regex_set_match(built, text.encode()))
+    assert found == {index for index, pattern in enumerate(patterns) if match_pattern(pattern, text)}
