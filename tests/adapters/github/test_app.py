@@ -135,7 +135,8 @@ class Harness:
         if sign:
             headers["X-Hub-Signature-256"] = signature(raw, secret)
         async with self.http.post(f"{self.base_url}/github/events", data=raw, headers=headers) as response:
-            return response.status, await response.json()
+            is_json = response.content_type == "application/json"
+            return response.status, (await response.json()) if is_json else {}
 
     async def settle(self) -> None:
         """Every delivery acknowledged so far has been answered."""
@@ -156,6 +157,7 @@ def service_settings(**overrides: Any) -> ServiceSettings:
         "panicbot_http_port": 0,
         "panicbot_catalog_watch_seconds": 0,
         "panicbot_shutdown_grace_seconds": 2,
+        "panicbot_shutdown_drain_seconds": 0,  # no load balancer to wait for (ignored where not a setting)
         "panicbot_catalog": str(SEEDS),
         "database_url": f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-test-')}/panicbot.db",
     }
@@ -518,5 +520,26 @@ def test_replicas_share_dedupe_and_cards_through_redis(github_env: pytest.Monkey
                 await two.settle()
                 assert len(fake.comments) == 1
                 assert not [c for c in fake.calls if c.method == "GET" and "/comments?" in c.path]
+
+    run(scenario())
+
+
+def test_a_megabyte_issue_is_answered_and_an_oversized_delivery_refused(
+    github_env: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        async with serving(github_env) as bot:
+            log_lines = "".join(
+                f"[2024-01-01T00:00:{n % 60:02d}Z INFO  train] step {n} loss 0.5\n" for n in range(20_000)
+            )
+            body = f"{log_lines}{AVG_POOL_PASTE}\n"
+            assert len(body) > 1_000_000
+            assert (await bot.deliver("issues", issue_payload("opened", body)))[0] == 202
+            [card] = await bot.fake.wait_for(bot.comments, what="the card for a long issue")
+            assert read_marker(card["body"]).record_id == AVG_POOL_ID  # type: ignore[union-attr]
+            huge = issue_payload("opened", "x" * (9 * 1024 * 1024), number=8)
+            assert (await bot.deliver("issues", huge))[0] == 413
+            await bot.settle()
+            assert len(bot.comments()) == 1
 
     run(scenario())
