@@ -202,6 +202,38 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     return EXIT_OK
 
 
+def command_console(args: argparse.Namespace, out: TextIO, err: Console) -> int:
+    """The maintainers' console alone (no chat platform), on 127.0.0.1 unless told otherwise; or, with
+    `--hash-token`, the argon2 hash of a token read on stdin, for PANICBOT_CONSOLE_USERS."""
+    from adapters.console.auth import hash_token  # noqa: PLC0415
+    from adapters.service.logs import configure_logging  # noqa: PLC0415
+    from adapters.service.main import Service, ServiceError, load_service_settings  # noqa: PLC0415
+
+    if args.hash_token:
+        token = sys.stdin.readline().strip()
+        if not token:
+            raise UsageError("--hash-token reads the token on stdin")
+        out.write(hash_token(token) + "\n")
+        return EXIT_OK
+    try:
+        settings = load_service_settings()
+        settings.panicbot_http_host = args.host or os.environ.get("PANICBOT_HTTP_HOST") or "127.0.0.1"
+        if args.port is not None:
+            settings.panicbot_http_port = args.port
+        if not settings.console_enabled:
+            raise UsageError("set PANICBOT_CONSOLE_TOKEN (or PANICBOT_CONSOLE_USERS) to turn the console on")
+        service = Service(settings, [])
+        configure_logging(settings.panicbot_log_format)
+        err.print(
+            f"panicbot console on http://{settings.panicbot_http_host}:{settings.panicbot_http_port}/console/",
+            markup=False,
+        )
+        asyncio.run(service.run())
+    except ServiceError as exc:
+        raise UsageError(str(exc)) from None
+    return EXIT_OK
+
+
 def run_demo(out: TextIO, err: Console) -> int:
     paths = catalog_paths(None, dict(os.environ))
     service = PanicLookup(open_catalog(paths, err))
@@ -364,6 +396,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="port of /healthz, /readyz, /metrics and, with --http, /slack/events "
         "(default $PANICBOT_HTTP_PORT or 8080)",
     )
+    console = commands.add_parser(
+        "console", help="the maintainers' web console alone, on 127.0.0.1 (PANICBOT_CONSOLE_TOKEN)"
+    )
+    console.add_argument("--host", help="address (default $PANICBOT_HTTP_HOST or 127.0.0.1)")
+    console.add_argument("--port", type=int, help="port (default $PANICBOT_HTTP_PORT or 8080)")
+    console.add_argument(
+        "--hash-token", action="store_true", help="print the argon2 hash of a token read on stdin"
+    )
     return parser
 
 
@@ -382,6 +422,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         "prune": command_report,
         "discord": command_discord,
         "serve": command_serve,
+        "console": command_console,
     }
     try:
         return handlers[args.command](args, out, err)

@@ -17,6 +17,7 @@ from aiohttp import web
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import SettingsConfigDict
 
+from adapters.console.settings import ConsoleSettings
 from adapters.observe import Observer, Observers
 from adapters.platforms import Platform, ServeOptions, platform
 from adapters.service.live_catalog import CatalogLoadError, LiveLookup, LoadReport
@@ -80,7 +81,7 @@ class ServiceError(Exception):
     """Start-up cannot go on; the message says which setting to fix."""
 
 
-class ServiceSettings(CatalogSettings):
+class ServiceSettings(CatalogSettings, ConsoleSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     panicbot_http_host: str = "0.0.0.0"
@@ -193,6 +194,13 @@ class Service:
             raise ServiceError(f"PANICBOT_CATALOG holds no usable record: {exc}") from None
         self.status = ServiceStatus(self.live)
         self.web_app = build_service_application(self.status, self.metrics)
+        if settings.console_enabled:  # the maintainers' console, off unless a credential is set
+            from adapters.console.app import mount_console  # noqa: PLC0415  (loads Jinja2 and pygal)
+
+            try:
+                mount_console(self.web_app, settings, lambda: self.live.current, self.store)
+            except SettingsError as exc:
+                raise ServiceError(str(exc)) from None
         self._tasks: list[asyncio.Task[Any]] = []
         self._closers: list[Any] = []
         self._drains: list[Any] = []

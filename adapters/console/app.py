@@ -1,0 +1,395 @@
+"""The console's HTTP side: an aiohttp sub-application under `/console/`, server-rendered with Jinja2.
+
+Every page but the login needs a signed session cookie; every form of a session carries its CSRF token, and a
+POST from another origin is refused; every response carries a strict CSP (no inline code) and no framing.
+Pastes are hostile: templates escape everything, and markup comes only from `markup.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jinja2
+from aiohttp import web
+
+from adapters.console import chart as charts
+from adapters.console.auth import COOKIE, Authenticator, Session, parse_users
+from adapters.console.drafts import FIELDS, append_draft, build_record, prefill, release_of
+from adapters.console.previews import previews
+from adapters.console.settings import ConsoleSettings
+from adapters.storage import SqlStore
+from adapters.storage import console_queries as queries
+from bot.lint import lint_catalog
+from bot.records import Catalog
+from bot.service import PanicLookup
+
+log = logging.getLogger("panicbot.console")
+
+HERE = Path(__file__).resolve().parent
+PREFIX = "/console"
+LOGIN_COOKIE = "panicbot_console_login"
+SEARCH_MAX_CHARS = 256 * 1024
+SEARCH_RESULTS = 10
+UNMATCHED_SHOWN = 200
+NEVER_MATCHED_SHOWN = 100
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    # Not no-referrer: with it Chromium sends `Origin: null` on form posts, and the origin check needs it.
+    "Referrer-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+    "Cache-Control": "no-store",
+}
+PUBLIC = ("/login", "/static/")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+CONSOLE_KEY = web.AppKey("console", object)
+SESSION_KEY = web.RequestKey("session", Session)
+
+
+@dataclass
+class Console:
+    auth: Authenticator
+    lookups: Callable[[], PanicLookup]
+    store: SqlStore
+    drafts: Path
+    templates: jinja2.Environment
+
+    def render(self, request: web.Request, name: str, status: int = 200, **values: Any) -> web.Response:
+        session = request.get(SESSION_KEY)
+        page = self.templates.get_template(name).render(
+            session=session,
+            csrf=self.auth.csrf_token(session) if session else "",
+            prefix=PREFIX,
+            **values,
+        )
+        return web.Response(text=page, status=status, content_type="text/html", charset="utf-8")
+
+
+def _console(request: web.Request) -> Console:
+    console = request.app[CONSOLE_KEY]
+    assert isinstance(console, Console)
+    return console
+
+
+def _same_origin(request: web.Request) -> bool:
+    """False when the browser says the request comes from another site (Origin, Sec-Fetch-Site)."""
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    return urlsplit(origin).netloc.lower() == request.host.lower()
+
+
+def _secure(request: web.Request) -> bool:
+    return request.secure or request.headers.get("X-Forwarded-Proto", "").lower() == "https"
+
+
+@web.middleware
+async def security_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        for name, value in SECURITY_HEADERS.items():
+            exc.headers.setdefault(name, value)
+        raise
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
+
+
+@web.middleware
+async def require_session(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """No session: GET goes to the login page, anything else is refused. A POST needs its CSRF token."""
+    relative = request.path[len(PREFIX) :] or "/"
+    if relative.startswith(PUBLIC):
+        return await handler(request)
+    console = _console(request)
+    session = console.auth.session(request.cookies.get(COOKIE))
+    if session is None:
+        if request.method in ("GET", "HEAD"):
+            raise web.HTTPFound(f"{PREFIX}/login")
+        raise web.HTTPForbidden(text="no session: log in at /console/login")
+    request[SESSION_KEY] = session
+    if request.method not in ("GET", "HEAD"):
+        if not _same_origin(request):
+            raise web.HTTPForbidden(text="cross-origin request refused")
+        form = await request.post()
+        if not console.auth.csrf_ok(session, _field(form, "csrf")):
+            raise web.HTTPForbidden(text="missing or wrong CSRF token")
+    return await handler(request)
+
+
+def _field(form: Any, name: str) -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
+# -- access ------------------------------------------------------------------------------------------------
+
+
+async def login_page(request: web.Request, *, status: int = 200, error: bool = False) -> web.Response:
+    """The form, with a CSRF token bound to a fresh pre-session cookie."""
+    console = _console(request)
+    nonce = secrets.token_urlsafe(16)
+    response = console.render(
+        request, "login.html", status=status, error=error, login_csrf=console.auth.login_csrf(nonce)
+    )
+    response.set_cookie(
+        LOGIN_COOKIE, nonce, path=PREFIX, httponly=True, samesite="Strict", secure=_secure(request)
+    )
+    return response
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    console = _console(request)
+    client = request.remote or "?"
+    if not _same_origin(request):
+        raise web.HTTPForbidden(text="cross-origin login refused")
+    if console.auth.blocked(client):
+        raise web.HTTPTooManyRequests(text="too many failed logins: wait a minute")
+    form = await request.post()
+    given_csrf = _field(form, "csrf")
+    nonce = request.cookies.get(LOGIN_COOKIE)
+    # The browser's form carries a token bound to the login cookie; a script posting only the token has
+    # neither (and the origin checks above hold for both).
+    if (given_csrf or nonce) and not console.auth.login_csrf_ok(nonce or "", given_csrf):
+        raise web.HTTPForbidden(text="missing or wrong CSRF token")
+    user = await asyncio.to_thread(console.auth.check, _field(form, "token"))
+    if user is None:
+        console.auth.failed(client)
+        log.info("console login refused")
+        return await login_page(request, status=401, error=True)
+    log.info("console login", extra={"user": user})
+    response = web.HTTPSeeOther(f"{PREFIX}/")
+    response.set_cookie(
+        COOKIE,
+        console.auth.new_session(user),
+        path=PREFIX,
+        httponly=True,
+        samesite="Strict",
+        secure=_secure(request),
+        max_age=int(console.auth.session_seconds),
+    )
+    response.del_cookie(LOGIN_COOKIE, path=PREFIX)
+    raise response
+
+
+async def logout(_: web.Request) -> web.StreamResponse:
+    response = web.HTTPSeeOther(f"{PREFIX}/login")
+    response.del_cookie(COOKIE, path=PREFIX)
+    raise response
+
+
+# -- unmatched panics and drafts ----------------------------------------------------------------------------
+
+
+async def unmatched(request: web.Request) -> web.Response:
+    console = _console(request)
+    groups = await asyncio.to_thread(queries.unmatched_groups, console.store, UNMATCHED_SHOWN)
+    rows = [(group, release_of(group.raw_path)) for group in groups]
+    return console.render(request, "unmatched.html", rows=rows, total=sum(g.count for g in groups))
+
+
+async def unmatched_chart(request: web.Request) -> web.Response:
+    console = _console(request)
+    groups = await asyncio.to_thread(queries.unmatched_groups, console.store, charts.TOP_GROUPS)
+    svg = await asyncio.to_thread(charts.unmatched_chart, groups)
+    csp = "default-src 'none'; style-src " + (" ".join(charts.style_hashes(svg)) or "'none'")
+    return web.Response(
+        text=svg, content_type="image/svg+xml", charset="utf-8", headers={"Content-Security-Policy": csp}
+    )
+
+
+async def draft_form(request: web.Request) -> web.Response:
+    console = _console(request)
+    group = await asyncio.to_thread(queries.unmatched_group, console.store, request.match_info["fingerprint"])
+    if group is None:
+        raise web.HTTPNotFound(text="no such unmatched panic (pruned?)")
+    values = prefill(group, console.lookups().releases)
+    return console.render(request, "draft.html", group=group, values=values, fields=FIELDS)
+
+
+async def draft_save(request: web.Request) -> web.Response:
+    console = _console(request)
+    group = await asyncio.to_thread(queries.unmatched_group, console.store, request.match_info["fingerprint"])
+    form = await request.post()
+    values = {name: _field(form, name) for name in FIELDS}
+    result = build_record(values)
+    if result.record is None:
+        return console.render(
+            request,
+            "draft.html",
+            status=400,
+            group=group,
+            values=values,
+            fields=FIELDS,
+            problems=result.problems,
+        )
+    line = await asyncio.to_thread(append_draft, console.drafts, result.record)
+    log.info("console draft written", extra={"record": result.record.id})
+    return console.render(
+        request,
+        "drafted.html",
+        record=result.record,
+        findings=result.findings,
+        drafts=str(console.drafts),
+        line=line,
+    )
+
+
+# -- records ------------------------------------------------------------------------------------------------
+
+
+async def records(request: web.Request) -> web.Response:
+    console = _console(request)
+    query = ""
+    if request.method == "POST":
+        form = await request.post()
+        query = _field(form, "q")[:SEARCH_MAX_CHARS]
+    else:
+        query = request.query.get("q", "")[:SEARCH_MAX_CHARS]
+    lookup = console.lookups()
+    result = site = None
+    if query.strip():
+        result = await asyncio.to_thread(lookup.lookup, query, SEARCH_RESULTS)
+        site = lookup.site(result) if result.best is not None else None
+    return console.render(
+        request, "records.html", query=query, result=result, site=site, records=len(lookup.matcher)
+    )
+
+
+async def record_page(request: web.Request) -> web.Response:
+    console = _console(request)
+    lookup = console.lookups()
+    record_id = request.match_info["record_id"]
+    record = lookup.record(record_id)
+    card = lookup.card_for_record(record_id, 1.0)
+    if record is None or card is None:
+        raise web.HTTPNotFound(text="no record with that id in the catalog")
+    entries = [entry for entry in lookup.catalog.entries if entry.record.id == record_id]
+    findings = lint_catalog(Catalog(entries=entries)) if entries else []
+    counts = await asyncio.to_thread(queries.record_counts, console.store, [record_id])
+    return console.render(
+        request,
+        "record.html",
+        record=record,
+        card=card,
+        previews=previews(card),
+        findings=findings,
+        counts=counts.get(record_id, queries.RecordCounts(record_id)),
+        sites=lookup.releases.sites_of(record_id),
+        under_review=record_id in lookup.under_review,
+    )
+
+
+# -- feedback -----------------------------------------------------------------------------------------------
+
+
+async def feedback(request: web.Request) -> web.Response:
+    console = _console(request)
+    lookup = console.lookups()
+    down = await asyncio.to_thread(queries.most_downvoted, console.store)
+    top = await asyncio.to_thread(queries.most_matched, console.store)
+    matched = await asyncio.to_thread(queries.matched_ids, console.store)
+    # Analysed records first: a record with an analysis nobody meets is the surprising one.
+    never = [r for r in lookup.matcher.records if r.id not in matched]
+    never.sort(key=lambda r: not r.has_analysis)
+    return console.render(
+        request,
+        "feedback.html",
+        down=[(item, lookup.record(item.record_id)) for item in down],
+        top=[(item, lookup.record(item.record_id)) for item in top],
+        never=never[:NEVER_MATCHED_SHOWN],
+        never_total=len(never),
+        catalog_size=len(lookup.matcher),
+    )
+
+
+# -- assembly -----------------------------------------------------------------------------------------------
+
+
+def _templates() -> jinja2.Environment:
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,  # every value is escaped unless markup.py built it
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["when"] = lambda moment: moment.strftime("%Y-%m-%d %H:%M") if moment else "-"
+    environment.filters["percent"] = lambda value: f"{value * 100:.0f} %"
+    return environment
+
+
+def authenticator(settings: ConsoleSettings) -> Authenticator:
+    users = (
+        parse_users(settings.panicbot_console_users.get_secret_value())
+        if settings.panicbot_console_users
+        else {}
+    )
+    token = settings.panicbot_console_token.get_secret_value() if settings.panicbot_console_token else None
+    key = (
+        settings.panicbot_console_secret.get_secret_value().encode()
+        if settings.panicbot_console_secret
+        else secrets.token_bytes(32)
+    )
+    return Authenticator(
+        token=token, users=users, key=key, session_seconds=settings.panicbot_console_session_hours * 3600
+    )
+
+
+def build_console_app(
+    settings: ConsoleSettings, lookups: Callable[[], PanicLookup], store: SqlStore
+) -> web.Application:
+    """The sub-application (mount it at `/console`); raises `SettingsError` on a malformed user list."""
+    app = web.Application(middlewares=[security_headers, require_session])
+    app[CONSOLE_KEY] = Console(
+        auth=authenticator(settings),
+        lookups=lookups,
+        store=store,
+        drafts=Path(settings.panicbot_console_drafts),
+        templates=_templates(),
+    )
+    app.router.add_get("/login", login_page)
+    app.router.add_post("/login", login)
+    app.router.add_post("/logout", logout)
+    app.router.add_get("/", unmatched)
+    app.router.add_get("/chart.svg", unmatched_chart)
+    app.router.add_get("/draft/{fingerprint:[0-9a-f]{64}}", draft_form)
+    app.router.add_post("/draft/{fingerprint:[0-9a-f]{64}}", draft_save)
+    app.router.add_get("/records", records)
+    app.router.add_post("/records", records)
+    app.router.add_get("/records/{record_id}", record_page)
+    app.router.add_get("/feedback", feedback)
+    app.router.add_static("/static", HERE / "static")
+    return app
+
+
+def mount_console(
+    web_app: web.Application, settings: ConsoleSettings, lookups: Callable[[], PanicLookup], store: SqlStore
+) -> None:
+    """`/console/` on the service's port; `/console` redirects there."""
+    console = build_console_app(settings, lookups, store)
+
+    async def to_console(_: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound(f"{PREFIX}/")
+
+    web_app.router.add_get(PREFIX, to_console)
+    web_app.add_subapp(PREFIX, console)
