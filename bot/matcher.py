@@ -36,7 +36,7 @@ from bot.patterns import (
     regex_set_match,
     unfold_span,
 )
-from bot.records import Record
+from bot.records import Record, gc_paused
 from bot.releases import VersionHint
 from bot.rust_messages import (
     message_variants,
@@ -220,7 +220,8 @@ class Matcher:
         self._paths_by_ending: dict[tuple[str, ...], list[tuple[str, ...]]] = {}  # by their last two parts
         self._near_pools: dict[int, list[str]] = {}  # by length: the words 2 letters shorter to longer
         self._near_cache: dict[str, list[tuple[str, float]]] = {}
-        self._build()
+        with gc_paused():
+            self._build()
 
     def _build(self) -> None:
         postings: dict[str, list[int]] = defaultdict(list)

@@ -11,22 +11,22 @@ import io
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from rich.console import Console
+import orjson
 
-from adapters.cli.catalog_commands import run_lint, run_stats, run_validate
-from adapters.cli.dataset_tools import run_harvest, run_merge
-from adapters.cli.ecosystem_build import SOURCES_FILE, run_build, run_sources
-from adapters.cli.render import print_result
-from adapters.platforms import NAMES as PLATFORM_NAMES
-from adapters.platforms import VARIABLES, configured_platforms
 from adapters.settings import CATALOG_ENV, DEFAULT_DATABASE_URL, SettingsError, split_catalog_paths
 from bot.records import Catalog, default_catalog, load_catalog
 from bot.service import PanicLookup, result_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# What a command needs is imported when it runs (the imports marked PLC0415 below): `lookup` starts without
+# rich's renderers, the chat platforms (aiohttp), the harvester or the ecosystem build.
 
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
@@ -110,6 +110,10 @@ def command_lookup(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     if args.json:
         out.write(json.dumps(result_json(result, service.site(result)), ensure_ascii=False) + "\n")
     else:
+        from rich.console import Console  # noqa: PLC0415
+
+        from adapters.cli.render import print_result  # noqa: PLC0415
+
         print_result(service, result, Console(file=out, highlight=False, soft_wrap=False))
     return EXIT_OK if result.best else EXIT_NOT_FOUND
 
@@ -134,12 +138,28 @@ def _lookup_jsonl(service: PanicLookup, stream: TextIO, out: TextIO, limit: int)
             continue
         result = service.lookup(text, limit=limit)
         reply = {"id": item_id, **result_json(result, service.site(result))}
-        out.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        out.write(json_line(reply))
         out.flush()
     return EXIT_OK
 
 
+def json_line(value: Any) -> str:
+    """One line of JSON (compact, UTF-8 as is), written by orjson: the JSON cost more than the match. What
+    orjson refuses (a lone surrogate from a `\\ud800` in the input, an integer beyond 64 bits) is written
+    by `json` as before."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE).decode()
+    except (orjson.JSONEncodeError, UnicodeDecodeError):
+        return json.dumps(value, ensure_ascii=False) + "\n"
+
+
 def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
+    from rich.console import Console  # noqa: PLC0415
+
+    from adapters.cli.catalog_commands import run_lint, run_stats, run_validate  # noqa: PLC0415
+    from adapters.cli.dataset_tools import run_merge  # noqa: PLC0415
+    from adapters.cli.ecosystem_build import SOURCES_FILE, run_build, run_sources  # noqa: PLC0415
+
     console = Console(file=out, highlight=False)
     if args.catalog_command == "validate":
         return run_validate(args.paths, console)
@@ -154,11 +174,13 @@ def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
         if args.ecosystem_command == "sources":
             return run_sources(Path(args.output or SOURCES_FILE), mirrors, args.git_dir or [])
         out_dir = Path(args.output) if args.output else SOURCES_FILE.parent
-        return run_build(Path(args.sources), out_dir, mirrors, args.git_dir or [])
+        return run_build(Path(args.sources or SOURCES_FILE), out_dir, mirrors, args.git_dir or [])
     return run_stats(args.paths, console)
 
 
 def _harvest(args: argparse.Namespace, out: TextIO) -> int:
+    from adapters.cli.dataset_tools import run_harvest  # noqa: PLC0415
+
     version = args.dataset_version or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     if args.output in (None, "-"):
         return run_harvest(Path(args.src), args.repo, args.sha, out, version)
@@ -177,6 +199,7 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     """The bot's main job: every adapter whose credentials are set (or the one asked for) in one process;
     with none set, it says which variables to set and shows a demo lookup in the terminal."""
     # Imported here: the service loads the chat SDKs, which `lookup` should not wait for.
+    from adapters.platforms import VARIABLES, configured_platforms  # noqa: PLC0415
     from adapters.service.logs import configure_logging  # noqa: PLC0415
     from adapters.service.main import Service, ServiceError, load_service_settings  # noqa: PLC0415
 
@@ -235,6 +258,10 @@ def command_console(args: argparse.Namespace, out: TextIO, err: Console) -> int:
 
 
 def run_demo(out: TextIO, err: Console) -> int:
+    from rich.console import Console  # noqa: PLC0415
+
+    from adapters.cli.render import print_result  # noqa: PLC0415
+
     paths = catalog_paths(None, dict(os.environ))
     service = PanicLookup(open_catalog(paths, err))
     console = Console(file=out, highlight=False)
@@ -346,9 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sources", help="resolve the releases to harvest (tags, dependency versions) to commits"
     )
     eco_build = ecosystem_commands.add_parser("build", help="harvest every source and write the catalog")
-    eco_build.add_argument(
-        "--sources", default=str(SOURCES_FILE), help="the sources file (default: embedded)"
-    )
+    eco_build.add_argument("--sources", help="the sources file (default: embedded)")
     for sub in (eco_sources, eco_build):
         sub.add_argument("--mirrors", metavar="DIR", help="git directories as DIR/OWNER+NAME/repo")
         sub.add_argument(
@@ -383,7 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="run the bot (a terminal demo when no chat credentials are set)"
     )
-    serve.add_argument("platform", nargs="?", choices=PLATFORM_NAMES)
+    # A metavar: argparse would otherwise list the choices while building the parser.
+    serve.add_argument("platform", nargs="?", choices=_PlatformNames(), metavar="PLATFORM")
     serve.add_argument(
         "--http", action="store_true", help="Slack over HTTP (POST /slack/events) instead of Socket Mode"
     )
@@ -407,9 +433,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _PlatformNames:
+    """`serve`'s choices, read from the platform registry only when argparse checks or lists them (the
+    registry loads aiohttp, which `lookup` does without)."""
+
+    def __contains__(self, name: object) -> bool:
+        from adapters.platforms import NAMES  # noqa: PLC0415
+
+        return name in NAMES
+
+    def __iter__(self) -> Iterator[str]:
+        from adapters.platforms import NAMES  # noqa: PLC0415
+
+        return iter(NAMES)
+
+
+class _ErrorConsole:
+    """stderr's rich Console, made when something is first printed there: `lookup --json` never loads
+    rich. It has the one method the commands call on `err`."""
+
+    def __init__(self) -> None:
+        self._console: Console | None = None
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if self._console is None:
+            from rich.console import Console  # noqa: PLC0415
+
+            self._console = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        self._console.print(*objects, **options)
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    err = cast("Console", _ErrorConsole())
     args = build_parser().parse_args(argv)
     if getattr(args, "limit", 5) < 1:
         err.print("panicbot: --limit must be 1 or more")
