@@ -33,6 +33,7 @@ def running_console(folder: Path, **overrides: object) -> Iterator[Running]:
         "panicbot_http_port": 0,
         "panicbot_catalog_watch_seconds": 0,
         "panicbot_shutdown_grace_seconds": 1,
+        "panicbot_shutdown_drain_seconds": 0,  # no load balancer here (ignored where the setting is absent)
         "panicbot_log_format": "text",
         "database_url": f"sqlite:///{database}",
         "panicbot_console_token": TOKEN,
