@@ -19,6 +19,16 @@ class SettingsError(Exception):
     """A missing or malformed setting: the message names the variable and never shows its value."""
 
 
+class PlatformRefused(SettingsError):
+    """A platform refused a credential or a permission (a revoked token, a missing intent): retrying cannot
+    help, the operator must fix the setting the message names."""
+
+
+class PlatformUnreachable(Exception):
+    """A platform could not be reached (no network, DNS, a timeout, its own outage): not a bug of ours,
+    and maybe gone on the next try."""
+
+
 def split_catalog_paths(raw: str) -> list[str]:
     """`PANICBOT_CATALOG`'s paths: several separated by `os.pathsep`, blanks ignored."""
     return [part for part in raw.split(os.pathsep) if part.strip()]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import Gauge
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import SettingsConfigDict
 
@@ -89,6 +90,9 @@ class ServiceSettings(CatalogSettings, ConsoleSettings):
     panicbot_log_format: str = Field(default="json", pattern="^(json|text)$")
     panicbot_catalog_watch_seconds: float = Field(default=5.0, ge=0)
     panicbot_shutdown_grace_seconds: float = Field(default=10.0, ge=0)
+    # On SIGTERM, /readyz answers 503 this long before the listener closes, so a load balancer sees the
+    # pod leave before its connections are refused (Kubernetes' usual pre-stop window).
+    panicbot_shutdown_drain_seconds: float = Field(default=5.0, ge=0)
     redis_url: SecretStr | None = None  # shared dedupe and cooldowns across replicas; in-process without it
     database_url: SecretStr = SecretStr(DEFAULT_DATABASE_URL)  # votes, unmatched panics, matches
     panicbot_retention_days: int = Field(default=90, ge=1)
@@ -176,7 +180,14 @@ class Service:
         # Every platform's settings are read now, so a bad one stops start-up before anything runs.
         self.platform_settings: list[tuple[Platform, Any]] = [self._settings_of(name) for name in platforms]
         self.failure: str | None = None
+        self.failure_error: BaseException | None = None  # what ended a platform's connection, if anything
         self.metrics = Metrics()
+        self.unasked_dropped = Gauge(
+            "panicbot_unasked_dropped",
+            "Unasked lookups dropped (since start) because their channel had too many queued",
+            ["platform"],
+            registry=self.metrics.registry,
+        )
         self.store = self._open_store()
         self.feedback = self.store
         count_failure = self.metrics.observer_failures.labels
@@ -208,6 +219,7 @@ class Service:
         self._redis_parts: list[Any] = []
         self.states: dict[str, Any] = {}  # each platform's ChatState, once started
         self._stop = asyncio.Event()
+        self._hurry = asyncio.Event()
         self.started = asyncio.Event()
         self.bound: Any = None
 
@@ -260,7 +272,11 @@ class Service:
             error = done.exception()
             # The connection is the adapter's whole life: when it ends, the process ends and the
             # orchestrator restarts it, instead of a replica that looks alive and answers nothing.
-            self.failure = f"{name} stopped: {error}" if error else f"{name} connection closed"
+            self.failure_error = error
+            if isinstance(error, SettingsError):  # a refused token: its message names the variable
+                self.failure = str(error)
+            else:
+                self.failure = f"{name} stopped: {error}" if error else f"{name} connection closed"
             log.error("%s", self.failure)
             self._stop.set()
 
@@ -311,10 +327,14 @@ class Service:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self._stop.set)
+                loop.add_signal_handler(sig, self._signalled)
         self.live.install_sighup(loop)
+        # Platforms register their routes and checks here and connect in the background (run_for_life):
+        # the endpoints answer before any platform is connected (/readyz 503 until then), and a signal
+        # stops the process whatever state a connection is in.
         for chat, settings in self.platform_settings:
             self.states[chat.name] = await chat.start(self, settings, self.options)
+            self._count_drops(chat.name, self.states[chat.name])
         runner = web.AppRunner(
             self.web_app,
             shutdown_timeout=self.settings.panicbot_shutdown_grace_seconds,
@@ -322,7 +342,14 @@ class Service:
         )
         await runner.setup()
         site = web.TCPSite(runner, self.settings.panicbot_http_host, self.settings.panicbot_http_port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ServiceError(
+                f"PANICBOT_HTTP_PORT: cannot listen on {self.settings.panicbot_http_host}:"
+                f"{self.settings.panicbot_http_port} ({exc.strerror or exc})"
+            ) from None
         self.bound = runner.addresses[0] if runner.addresses else None
         self.started.set()
         log.info(
@@ -336,6 +363,17 @@ class Service:
             )
         await self._stop.wait()
         await self.shutdown(runner)
+
+    def _signalled(self) -> None:
+        """SIGTERM or SIGINT: stop; a second one cuts the readiness drain short."""
+        if self._stop.is_set():
+            self._hurry.set()
+        self._stop.set()
+
+    def _count_drops(self, name: str, state: Any) -> None:
+        """Unasked lookups a platform dropped because a channel's queue was full."""
+        if hasattr(state, "unasked_dropped"):
+            self.unasked_dropped.labels(name).set_function(lambda: float(state.unasked_dropped))
 
     async def _prune_daily(self) -> None:
         """Retention for a process that runs for months, not only at start-up."""
@@ -352,6 +390,11 @@ class Service:
         """Stop taking new work (readyz turns 503), let replies in flight finish (bounded), close."""
         log.info("shutting down")
         self.status.stopping = True
+        delay = self.settings.panicbot_shutdown_drain_seconds
+        if delay > 0 and self.failure is None:
+            # /readyz answers 503 while the load balancer notices; the listener stays open meanwhile.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._hurry.wait(), timeout=delay)
         grace = self.settings.panicbot_shutdown_grace_seconds
         for drain in self._drains_before_close:
             await drain(grace)

@@ -15,10 +15,11 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -26,9 +27,11 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.request.async_internals import build_async_context
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.errors import SlackApiError
 
 from adapters.chat import shared_replies
 from adapters.platforms import Host, ServeOptions
+from adapters.settings import PlatformRefused
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.settings import SlackSettings, load_slack_settings
 
@@ -287,6 +290,73 @@ def build_web_application(
     return web_app
 
 
+# Slack's answers that mean the token itself is refused: retrying cannot help, the operator must fix it.
+REFUSED_TOKEN_ERRORS = frozenset(
+    {
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "token_expired",
+        "not_allowed_token_type",
+        "missing_scope",
+        "no_permission",
+        "team_access_not_granted",
+        "ekm_access_denied",
+    }
+)
+TOKEN_HELP = {
+    "SLACK_BOT_TOKEN": "copy the Bot User OAuth Token (xoxb-) again from the app's Install App page",
+    "SLACK_APP_TOKEN": "make an app-level token with connections:write (Basic Information, App-Level Tokens)",
+}
+# Start-up retries while Slack is unreachable: first wait, doubled per attempt up to the last.
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 30.0
+
+
+async def until_slack_answers(call: Callable[[], Awaitable[Any]], variable: str) -> Any:
+    """`call()`'s answer once Slack gives one. A refused token ends start-up with a `PlatformRefused` naming
+    `variable`; an unreachable Slack (network, timeout, its outage, a rate limit) is retried with backoff,
+    one log line per attempt and no traceback."""
+    delay, attempt = RETRY_FIRST_SECONDS, 0
+    while True:
+        attempt += 1
+        try:
+            return await call()
+        except SlackApiError as exc:
+            error = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+            if error in REFUSED_TOKEN_ERRORS:
+                raise PlatformRefused(f"Slack refused {variable} ({error}): {TOKEN_HELP[variable]}") from None
+            reason = f"Slack answered {error or exc.response.status_code}"
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            reason = f"{exc.__class__.__name__}: {exc}" if str(exc) else exc.__class__.__name__
+        log.warning(
+            "Slack is not reachable (%s); attempt %d, next in %.0f s", reason.splitlines()[0], attempt, delay
+        )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, RETRY_MAX_SECONDS)
+
+
+class _OneLine(logging.Filter):
+    """slack_sdk's Socket Mode client logs a full traceback per reconnect attempt: keep its one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+def socket_connected(handler: AsyncSocketModeHandler) -> bool:
+    """The Socket Mode connection is open (the aiohttp client's `is_connected`, which is a coroutine)."""
+    client = handler.client
+    session = getattr(client, "current_session", None)
+    return (
+        not client.closed
+        and not getattr(client, "stale", False)
+        and session is not None
+        and not session.closed
+    )
+
+
 async def run_socket_mode(app: AsyncApp, app_token: str) -> None:
     handler = AsyncSocketModeHandler(app, app_token)
     log.info("connecting to Slack in Socket Mode")
@@ -309,16 +379,37 @@ class SlackPlatform:
         )
         app = build_slack_app(settings, host.live, state)
         host.on_stop(state.drain)  # after the HTTP server: replies already acknowledged get their answer
+        # Both tokens are checked before Slack is ready: a revoked bot token would otherwise be "ready" and
+        # answer every /panic with Bolt's "installation no longer available". The checks and the connection
+        # run in the background, so /healthz answers and a signal stops the process meanwhile.
         if options.http:
             add_slack_routes(host.web_app, app, read_timeout=host.http_read_timeout)
-            host.ready_when(self.name, lambda: True)
+            checked = asyncio.Event()
+            host.ready_when(self.name, checked.is_set)
+            host.run_for_life(self._http_mode(app, checked), "Slack")
             return state
         assert settings.slack_app_token is not None  # load_slack_settings checked it
-        handler = AsyncSocketModeHandler(app, settings.slack_app_token.get_secret_value())
-        await handler.connect_async()  # type: ignore[no-untyped-call]  # slack_bolt leaves it untyped
-        host.ready_when(self.name, lambda: bool(handler.client.is_connected()) if handler.client else False)
+        app_token = settings.slack_app_token.get_secret_value()
+        handler = AsyncSocketModeHandler(app, app_token)
+        handler.client.logger.addFilter(_OneLine())
+        host.ready_when(self.name, lambda: socket_connected(handler))
         host.on_close(handler.close_async)
+        host.run_for_life(self._socket_mode(app, handler, app_token), "Slack")
         return state
+
+    async def _http_mode(self, app: AsyncApp, checked: asyncio.Event) -> None:
+        await until_slack_answers(app.client.auth_test, "SLACK_BOT_TOKEN")
+        checked.set()
+        await asyncio.Event().wait()  # Slack posts to the service's port until it stops
+
+    async def _socket_mode(self, app: AsyncApp, handler: AsyncSocketModeHandler, app_token: str) -> None:
+        await until_slack_answers(app.client.auth_test, "SLACK_BOT_TOKEN")
+        await until_slack_answers(
+            lambda: app.client.apps_connections_open(app_token=app_token), "SLACK_APP_TOKEN"
+        )
+        log.info("connecting to Slack in Socket Mode")
+        await handler.connect_async()  # type: ignore[no-untyped-call]  # slack_bolt leaves it untyped
+        await asyncio.Event().wait()  # slack_sdk reconnects by itself until the service closes it
 
 
 PLATFORM = SlackPlatform()

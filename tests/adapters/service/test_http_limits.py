@@ -56,6 +56,8 @@ async def slack_service(env: pytest.MonkeyPatch, fake: FakeSlack) -> tuple[Servi
     overrides: dict[str, Any] = {"panicbot_http_read_timeout_seconds": READ_TIMEOUT}
     service = Service(settings(**overrides), ["slack"], slack_http=True)
     task, base = await started(service)
+    await fake.wait_for_calls("auth.test")  # the start-up check of SLACK_BOT_TOKEN, before any request
+    fake.calls.clear()
     return service, task, base
 
 

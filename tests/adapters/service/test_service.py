@@ -53,6 +53,7 @@ def settings(**overrides: Any) -> ServiceSettings:
         "panicbot_http_port": 0,
         "panicbot_catalog_watch_seconds": 0,
         "panicbot_shutdown_grace_seconds": 2,
+        "panicbot_shutdown_drain_seconds": 0,
         # Never the default ./panicbot.db: each service gets a database of its own, outside the repository.
         "database_url": f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-test-')}/panicbot.db",
     }
