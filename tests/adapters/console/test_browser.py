@@ -157,7 +157,7 @@ def test_log_in_search_open_a_record_and_draft_one(console: Running, page: Any, 
     assert "Fits Slack's limits" in page.locator("#preview-slack .limits").inner_text()
     assert "Fits Discord's limits" in page.locator("#preview-discord .limits").inner_text()
     assert "17" in page.locator("#match-count").inner_text()
-    assert "👎 2" in page.locator("#votes").inner_text()
+    assert "down 2" in page.locator("#votes").inner_text()
     assert page.locator("#sites tbody tr").count() > 3
     boxes = [page.locator(f"#preview-{n}").bounding_box() for n in ("slack", "discord", "github")]
     assert boxes[0]["y"] == boxes[1]["y"] == boxes[2]["y"]  # side by side
