@@ -99,6 +99,10 @@ class UnmatchedPanic(Base):
     first_seen: Mapped[datetime] = mapped_column(UtcDateTime())
     last_seen: Mapped[datetime] = mapped_column(UtcDateTime())
     last_platform: Mapped[str] = mapped_column(String(32))
+    # As pasted (redacted), it names the release (`burn-fusion-0.21.0/src/...`); and the line. The first
+    # sighting's: the fingerprint already holds the site.
+    raw_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    line: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class RecordMatch(Base):

@@ -345,6 +345,7 @@ def _unmatched_rows(panics: Iterable[Panic], platform: str, now: datetime) -> li
         # Redact first, then cut: a cut first could leave half a token the patterns no longer recognise.
         message = redact(panic.message)
         path = redact(panic.location.path) if panic.location and panic.location.path else None
+        raw_path = redact(panic.location.raw_path) if panic.location and panic.location.raw_path else None
         fingerprint = panic_fingerprint(message, path)
         rows.setdefault(
             fingerprint,
@@ -356,6 +357,8 @@ def _unmatched_rows(panics: Iterable[Panic], platform: str, now: datetime) -> li
                 "first_seen": now,
                 "last_seen": now,
                 "last_platform": platform,
+                "raw_path": raw_path,
+                "line": panic.location.line if panic.location else None,
             },
         )
     return list(rows.values())

@@ -10,7 +10,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, inspect
+from sqlalchemy import Engine, create_engine, inspect, text
 
 from adapters.storage import upgrade_database
 from adapters.storage.migrate import alembic_config
@@ -42,8 +42,32 @@ def table_names(url: str) -> set[str]:
         engine.dispose()
 
 
-def test_head_is_the_initial_revision() -> None:
-    assert HEAD == "0001"
+def test_head_is_the_unmatched_location_revision() -> None:
+    assert HEAD == "0002"
+
+
+def test_a_database_at_0001_keeps_its_rows_and_gains_the_pasted_path_and_line(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade_database(url, "0001")
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO unmatched_panics (fingerprint, message, path, count, first_seen, "
+                    "last_seen, last_platform) "
+                    "VALUES ('f', 'boom', 'src/main.rs', 3, '2026-01-01', '2026-01-02', 'slack')"
+                )
+            )
+        upgrade_database(url)
+        assert_at_head_like_models(url)
+        with engine.connect() as connection:
+            row = connection.execute(
+                text("SELECT message, count, raw_path, line FROM unmatched_panics")
+            ).one()
+        assert tuple(row) == ("boom", 3, None, None)
+    finally:
+        engine.dispose()
 
 
 def test_sqlite_from_empty_to_head_twice_and_back(tmp_path: Path) -> None:

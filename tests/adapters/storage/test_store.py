@@ -270,3 +270,15 @@ def test_times_come_back_in_utc(store: SqlStore, clock: FakeClock) -> None:
     store.record_lookup(LOOKUP.lookup(index_paste(1)), "slack")
     [row] = store.report(1).unmatched
     assert row.first_seen == clock.now and row.first_seen.utcoffset() == timedelta(0)
+
+
+def test_an_unmatched_panic_keeps_its_pasted_path_redacted_and_its_line(store: SqlStore) -> None:
+    paste = (
+        "thread 'main' panicked at /home/ana.smith/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
+        "burn-fusion-0.21.0/src/stream/queue.rs:88:21:\nsomething no record explains\n"
+    )
+    store.record_lookup(LOOKUP.lookup(paste), "slack")
+    [row] = rows(store, UnmatchedPanic)
+    assert row["line"] == 88
+    assert "burn-fusion-0.21.0/src/stream/queue.rs" in row["raw_path"]
+    assert "ana.smith" not in row["raw_path"]
