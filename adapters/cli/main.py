@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+# Not bugs of ours (sysexits.h): a platform that cannot be reached, and one that refuses a credential.
+EXIT_UNAVAILABLE, EXIT_REFUSED = 69, 77
 
 DEMO_PASTE = (
     "thread 'main' panicked at /home/dev/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
@@ -41,6 +43,28 @@ DEMO_PASTE = (
 
 class UsageError(Exception):
     """A problem with what the user asked for: printed as one line, exit code 2."""
+
+
+def port_number(text: str) -> int:
+    """`--port`: a TCP port, 0 (any free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0 to 65535)")
+    return port
+
+
+def platform_exit(error: BaseException | None) -> int:
+    """The exit code for a platform connection that ended: refused, unreachable, or closed."""
+    from adapters.settings import PlatformRefused, PlatformUnreachable  # noqa: PLC0415
+
+    if isinstance(error, PlatformRefused):
+        return EXIT_REFUSED
+    if isinstance(error, PlatformUnreachable | OSError | TimeoutError):
+        return EXIT_UNAVAILABLE
+    return EXIT_NOT_FOUND
 
 
 def catalog_paths(cli_paths: Sequence[str] | None, environ: dict[str, str]) -> list[str]:
@@ -221,7 +245,7 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
         raise UsageError(str(exc)) from None
     if service.failure:
         err.print(f"panicbot: {service.failure}", markup=False)
-        return EXIT_NOT_FOUND
+        return platform_exit(service.failure_error)
     return EXIT_OK
 
 
@@ -310,10 +334,14 @@ def command_discord(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     limits command writes per day)."""
     from adapters.discord.runner import sync_commands  # noqa: PLC0415
     from adapters.discord.settings import load_discord_settings  # noqa: PLC0415
+    from adapters.settings import PlatformRefused, PlatformUnreachable  # noqa: PLC0415
 
     try:
         settings = load_discord_settings()
         names = asyncio.run(sync_commands(settings))
+    except (PlatformRefused, PlatformUnreachable) as exc:
+        err.print(f"panicbot: cannot sync Discord commands: {exc}", markup=False)
+        return EXIT_REFUSED if isinstance(exc, PlatformRefused) else EXIT_UNAVAILABLE
     except SettingsError as exc:
         raise UsageError(f"cannot sync Discord commands: {exc}") from None
     out.write(f"registered {len(names)} command(s): {', '.join(names)}\n")
@@ -418,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--port",
-        type=int,
+        type=port_number,
         help="port of /healthz, /readyz, /metrics and, with --http, /slack/events "
         "(default $PANICBOT_HTTP_PORT or 8080)",
     )

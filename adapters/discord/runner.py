@@ -13,13 +13,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import aiohttp
 import discord
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from adapters.discord.bot import DiscordState, build_client
-from adapters.discord.settings import DiscordSettings, SettingsError, load_discord_settings
+from adapters.discord.settings import DiscordSettings, load_discord_settings
 from adapters.platforms import Host, ServeOptions
+from adapters.settings import PlatformRefused, PlatformUnreachable
 from bot import Catalog, Lookup, PanicLookup
 
 log = logging.getLogger("panicbot.discord")
@@ -36,7 +38,13 @@ DISCORD_LOGGERS = (
 _TOKEN_IN_URL = re.compile(r"(/(?:interactions|webhooks)/\d+/)[^/?\s'\"]+")
 
 
-class StartupError(SettingsError):
+def _reason(exc: BaseException) -> str:
+    """An exception as one short line (a network error's text can span lines)."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
+
+
+class StartupError(PlatformRefused):
     """Discord refused to start the bot for a reason the operator must fix; the message says how."""
 
 
@@ -142,12 +150,22 @@ async def sync_commands(settings: DiscordSettings) -> list[str]:
     quiet_discord_logs()
     with discord_api(settings.discord_api_url):
         client = build_client(settings, PanicLookup(Catalog()), DiscordState())
-        async with client:
-            try:
-                await client.login(settings.discord_token.get_secret_value())
-            except discord.LoginFailure:
-                raise StartupError(TOKEN_HELP) from None
-            synced = await client.tree.sync()
+        try:
+            async with client:
+                try:
+                    await client.login(settings.discord_token.get_secret_value())
+                except discord.LoginFailure:
+                    raise StartupError(TOKEN_HELP) from None
+                synced = await client.tree.sync()
+        except discord.Forbidden as exc:
+            raise StartupError(
+                f"Discord refused the command sync ({exc.status} {exc.text or 'Forbidden'}): invite the bot "
+                "with the applications.commands scope (README, Discord step 2)"
+            ) from None
+        except (aiohttp.ClientError, OSError, TimeoutError, discord.DiscordServerError) as exc:
+            raise PlatformUnreachable(
+                f"Discord is not reachable at {settings.discord_api_url} ({_reason(exc)})"
+            ) from None
     names = [command.name for command in synced]
     log.info("synced %d application commands: %s", len(names), ", ".join(names))
     return names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
@@ -12,6 +13,8 @@ from adapters.settings import CatalogSettings, SettingsError, load_settings
 __all__ = ["DEFAULT_SLACK_API_URL", "SettingsError", "SlackSettings", "load_slack_settings"]
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+# Public (C) and private (G) channel ids: upper-case letters and digits.
+_CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,}")
 
 
 class SlackSettings(CatalogSettings):
@@ -28,7 +31,11 @@ class SlackSettings(CatalogSettings):
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         if isinstance(value, str):
-            return frozenset(part.strip() for part in value.split(",") if part.strip())
+            channels = frozenset(part.strip() for part in value.split(",") if part.strip())
+            # Events name channels by id: a name (#general) would silently never match. Never quoted back.
+            if not all(_CHANNEL_ID.fullmatch(channel) for channel in channels):
+                raise ValueError("must be channel ids (C0123456789, from the channel's details), not names")
+            return channels
         return value
 
     @field_validator("slack_bot_token")
