@@ -38,7 +38,6 @@ _METACHARACTERS = ".^$*+?()[{|\\"
 # `re.escape` writes `\ `, `\-`, `\#`, `\&`, `\~` (older Pythons `\:`, `\,`, `\'` too); the data set
 # escapes only metacharacters.
 _LITERAL_PIECE = re.compile(r"(?:[^.^$*+?()\[{|\\]|\\[^0-9A-Za-z])*", re.DOTALL)
-_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
 PLACEHOLDER_REGEX = "(.+?)"
 
 
@@ -55,7 +54,9 @@ def literal_segments(pattern: str) -> list[str] | None:
             continue
         if _LITERAL_PIECE.fullmatch(piece) is None:
             return None
-        segments.append(_ESCAPED.sub(r"\1", piece))
+        # Every backslash escapes the character after it, an escaped backslash first (`str.split` takes
+        # a run of backslashes two by two from its start, as the regex does): no template expansion.
+        segments.append("\\".join(part.replace("\\", "") for part in piece.split("\\\\")))
     return segments
 
 
