@@ -9,6 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
@@ -37,6 +38,15 @@ M_co = TypeVar("M_co", covariant=True)
 NO_TEXT_MESSAGE = "That message has no text to explain."
 CARD_GONE_MESSAGE = "That card is no longer available."
 VOTE_FAILED_MESSAGE = "Your vote could not be saved; try again later."
+
+# Lookups of the unasked path run in a small pool of their own, off the event loop, so acks and health checks
+# never wait behind a large paste. The core is pure Python: its threads share the GIL, but the loop gets it
+# back every switch interval, and two threads keep the default executor (DNS, votes) free.
+LOOKUP_THREADS = 2
+_LOOKUPS = ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="panicbot-lookup")
+# Unasked lookups queued or running per channel; beyond, a paste is dropped (counted): no per-user limit
+# holds this path back, so one noisy channel must not queue work for everyone.
+UNASKED_PER_CHANNEL = 4
 
 
 class Update(Enum):
@@ -155,6 +165,9 @@ class ChatState(Generic[K]):
         self.reply_sources: ExpiringMap[K, K] = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
         # Handlers and replies in flight: a graceful stop lets them finish and takes no new work.
         self.pending: set[asyncio.Task[Any]] = set()
+        # Unasked lookups queued or running, per channel, and those dropped over the cap (a metric).
+        self.unasked_queued: dict[str, int] = {}
+        self.unasked_dropped = 0
         self.stopping = False
 
     @property
@@ -229,6 +242,18 @@ class ChatFlows(Generic[K]):
         self.state.observer.looked_up(self.platform, result, time.perf_counter() - started)
         return result
 
+    async def lookup_off_loop(self, text: str, limit: int = 5) -> LookupResult:
+        """The core's lookup in the lookup pool; reported to the observers from the loop."""
+
+        def timed() -> tuple[LookupResult, float]:
+            started = time.perf_counter()
+            return self.service.lookup(text, limit=limit), time.perf_counter() - started
+
+        loop = asyncio.get_running_loop()
+        result, seconds = await loop.run_in_executor(_LOOKUPS, timed)
+        self.state.observer.looked_up(self.platform, result, seconds)
+        return result
+
     def too_many(self, user: str) -> bool:
         """True when this user has asked more than the per-user limit allows (one person cannot flood)."""
         limiter = self.state.rate_limit
@@ -271,8 +296,21 @@ class ChatFlows(Generic[K]):
 
     async def unasked_reply(self, paste: Paste[K], replier: Replier) -> None:
         """The card, posted without being asked, for a paste confident enough; at most one per record per
-        channel per cooldown. Remembered, to follow the paste's edits and deletion."""
-        card = unasked_card(self.service, self.lookup(paste.text))
+        channel per cooldown. Remembered, to follow the paste's edits and deletion. Over
+        `UNASKED_PER_CHANNEL` lookups waiting in the paste's channel, it is dropped and counted."""
+        queued = self.state.unasked_queued
+        if queued.get(paste.channel, 0) >= UNASKED_PER_CHANNEL:
+            self.state.unasked_dropped += 1
+            self.log.debug("too many unasked lookups queued in %s: paste dropped", paste.channel)
+            return
+        queued[paste.channel] = queued.get(paste.channel, 0) + 1
+        try:
+            result = await self.lookup_off_loop(paste.text)
+        finally:
+            queued[paste.channel] -= 1
+            if not queued[paste.channel]:
+                del queued[paste.channel]
+        card = unasked_card(self.service, result)
         if card is None:
             return
         if not self.state.gate.allow(paste.channel, card.record_id):

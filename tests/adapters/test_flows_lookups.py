@@ -1,0 +1,88 @@
+"""Unasked lookups run off the event loop (a burst of slow lookups never stalls the loop, so acks and health
+checks answer), and a channel's queue of unasked lookups is capped: the excess is dropped and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+from adapters.chat import flows as chat_flows
+from adapters.chat.flows import ChatFlows, ChatState, Paste
+from bot import LookupResult
+
+LOOKUP_SECONDS = 0.15
+
+
+class SlowLookup:
+    """A core whose lookup holds its thread, as a 1 MB paste does (time.sleep: blocking, not awaitable)."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.lock = threading.Lock()
+
+    def lookup(self, text: str, limit: int = 5) -> LookupResult:
+        with self.lock:
+            self.started += 1
+        time.sleep(LOOKUP_SECONDS)
+        return LookupResult(panics=(), matches=(), answer_panic=None, auto_reply=False)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the flows asked the core for {name} on an unanswerable lookup")
+
+
+class NoReplies:
+    async def post(self, card: Any) -> str | None:
+        raise AssertionError("nothing to post")
+
+    async def update(self, reply: Any, card: Any) -> Any:
+        raise AssertionError("nothing to update")
+
+    async def delete(self, reply: Any) -> None:
+        raise AssertionError("nothing to delete")
+
+
+async def max_loop_lag(until: asyncio.Future[Any]) -> float:
+    """The longest the loop took to come back to a 10 ms heartbeat while `until` runs."""
+    worst = 0.0
+    while not until.done():
+        before = time.perf_counter()
+        await asyncio.sleep(0.01)
+        worst = max(worst, time.perf_counter() - before - 0.01)
+    return worst
+
+
+def test_a_burst_of_slow_unasked_lookups_never_stalls_the_loop_and_the_excess_is_dropped() -> None:
+    core = SlowLookup()
+    state: ChatState[str] = ChatState()
+    flows = ChatFlows("test", core, state, reply_key=lambda reply: reply.reply_id)  # type: ignore[arg-type]
+    burst = 12
+
+    async def scenario() -> float:
+        pastes = [Paste(f"m{i}", "C1", f"paste {i}") for i in range(burst)]
+        work = asyncio.ensure_future(asyncio.gather(*(flows.unasked_reply(p, NoReplies()) for p in pastes)))
+        lag = await max_loop_lag(work)
+        await work
+        return lag
+
+    lag = asyncio.run(scenario())
+    # Before: each lookup ran on the loop, stalling it LOOKUP_SECONDS at a time (12 in a row: ~1.8 s).
+    assert lag < LOOKUP_SECONDS * 0.66, lag
+    cap = chat_flows.UNASKED_PER_CHANNEL
+    assert core.started == cap and state.unasked_dropped == burst - cap
+    assert state.unasked_queued == {}  # released once looked up
+
+
+def test_the_cap_is_per_channel() -> None:
+    core = SlowLookup()
+    state: ChatState[str] = ChatState()
+    flows = ChatFlows("test", core, state, reply_key=lambda reply: reply.reply_id)  # type: ignore[arg-type]
+    cap = chat_flows.UNASKED_PER_CHANNEL
+
+    async def scenario() -> None:
+        pastes = [Paste(f"{c}{i}", c, "paste") for c in ("C1", "C2") for i in range(cap)]
+        await asyncio.gather(*(flows.unasked_reply(p, NoReplies()) for p in pastes))
+
+    asyncio.run(scenario())
+    assert core.started == 2 * cap and state.unasked_dropped == 0
