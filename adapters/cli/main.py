@@ -35,7 +35,7 @@ EXIT_UNAVAILABLE, EXIT_REFUSED = 69, 77
 
 DEMO_PASTE = (
     "thread 'main' panicked at /home/dev/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
-    "burn-autodiff-0.19.0/src/ops/module.rs:1502:9:\n"
+    "burn-autodiff-0.19.0/src/ops/module.rs:1333:9:\n"
     "Can't differentiate avg pool 2d backward.\n"
     "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
 )
