@@ -190,6 +190,10 @@ class PanicLookup:
                 for position, match in enumerate(matches)
                 if match.known and match.confidence >= top.confidence - CONTENDER_MARGIN
             ]
+            if all(facts[position][0] == 1 for position in contenders):
+                # The paste names no harvested release of these records (a checkout between releases, a
+                # version the catalog lacks, another crate's version): the answer stands as matched.
+                return result
             best = min(contenders, key=lambda position: (*facts[position], position))
             present = [p for p in contenders if facts[p][0] == 0]
             if best == 0 and facts[0][0] == 0:
