@@ -9,7 +9,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from adapters.state import CooldownGate
+from adapters.local_memory import CooldownGate
 from bot import Card, Lookup, LookupResult
 
 

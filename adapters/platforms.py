@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from adapters.local_memory import FeedbackStore
 from adapters.observe import Observer
-from adapters.state import FeedbackStore
 from bot import Lookup
 
 

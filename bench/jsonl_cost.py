@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adapters.cli.main import json_line  # noqa: E402
+from bot.lookup import PanicLookup, result_json  # noqa: E402
 from bot.records import default_catalog  # noqa: E402
-from bot.service import PanicLookup, result_json  # noqa: E402
 from tests.support.pastes import all_cases  # noqa: E402
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bot.lookup import PanicLookup  # noqa: E402
 from bot.records import default_catalog  # noqa: E402
-from bot.service import PanicLookup  # noqa: E402
 from tests.bot.test_rust_runtime import EXPECTED  # noqa: E402
 from tests.support.runtime_pastes import runtime_cases  # noqa: E402
 

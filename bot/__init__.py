@@ -9,10 +9,10 @@ from typing import Protocol
 from bot.autocomplete import Autocomplete
 from bot.card import Card, build_card, confidence_percent, context_line, render_markdown
 from bot.extract import Panic
+from bot.lookup import AnswerSite, PanicLookup, result_json
 from bot.matcher import LookupResult, Match, Matcher, Reason
 from bot.records import Catalog, Record, default_catalog, load_catalog
 from bot.redact import redact
-from bot.service import AnswerSite, PanicLookup, result_json
 
 __all__ = [
     "AnswerSite",

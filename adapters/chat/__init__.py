@@ -14,7 +14,7 @@ from adapters.chat.flows import (
     Update,
 )
 from adapters.chat.replies import REPLY_TTL_SECONDS, PostedReply, shared_replies
-from adapters.shared_state import RATE_LIMITED_MESSAGE
+from adapters.redis_memory import RATE_LIMITED_MESSAGE
 
 __all__ = [
     "CARD_GONE_MESSAGE",

@@ -16,9 +16,7 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from adapters.answers import follow_edit, paste_digest, unasked_card, undo_edit
 from adapters.chat.replies import REPLY_TTL_SECONDS, PostedReply
-from adapters.observe import Observer, Observers
-from adapters.shared_state import RATE_LIMITED_MESSAGE, RateLimit
-from adapters.state import (
+from adapters.local_memory import (
     Clock,
     Cooldown,
     CooldownGate,
@@ -29,6 +27,8 @@ from adapters.state import (
     KeyedMemory,
     SeenEvents,
 )
+from adapters.observe import Observer, Observers
+from adapters.redis_memory import RATE_LIMITED_MESSAGE, RateLimit
 from bot import Card, Lookup, LookupResult, Match
 
 K = TypeVar("K", bound=Hashable)

@@ -7,7 +7,7 @@ from typing import Any
 
 import redis
 
-from adapters.shared_state import RedisKeyedMemory
+from adapters.redis_memory import RedisKeyedMemory
 
 # A paste edited or deleted a week after its auto-reply is left alone.
 REPLY_TTL_SECONDS = 7 * 24 * 3600

@@ -12,7 +12,7 @@ from slack_sdk.models.blocks import Block
 from adapters.discord import render as discord_render
 from adapters.slack import render as slack_render
 from bot.card import Card, render_markdown
-from bot.service import PanicLookup
+from bot.lookup import PanicLookup
 
 PREVIEW_CONFIDENCE = 1.0
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 import orjson
 
 from adapters.settings import CATALOG_ENV, DEFAULT_DATABASE_URL, SettingsError, split_catalog_paths
+from bot.lookup import PanicLookup, result_json
 from bot.records import Catalog, default_catalog, load_catalog
-from bot.service import PanicLookup, result_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -224,8 +224,8 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     with none set, it says which variables to set and shows a demo lookup in the terminal."""
     # Imported here: the service loads the chat SDKs, which `lookup` should not wait for.
     from adapters.platforms import VARIABLES, configured_platforms  # noqa: PLC0415
-    from adapters.service.logs import configure_logging  # noqa: PLC0415
-    from adapters.service.main import Service, ServiceError, load_service_settings  # noqa: PLC0415
+    from adapters.serve.logs import configure_logging  # noqa: PLC0415
+    from adapters.serve.main import Service, ServiceError, load_service_settings  # noqa: PLC0415
 
     platforms = [args.platform] if args.platform else configured_platforms(os.environ)
     if not platforms:
@@ -253,8 +253,8 @@ def command_console(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     """The maintainers' console alone (no chat platform), on 127.0.0.1 unless told otherwise; or, with
     `--hash-token`, the argon2 hash of a token read on stdin, for PANICBOT_CONSOLE_USERS."""
     from adapters.console.auth import hash_token  # noqa: PLC0415
-    from adapters.service.logs import configure_logging  # noqa: PLC0415
-    from adapters.service.main import Service, ServiceError, load_service_settings  # noqa: PLC0415
+    from adapters.serve.logs import configure_logging  # noqa: PLC0415
+    from adapters.serve.main import Service, ServiceError, load_service_settings  # noqa: PLC0415
 
     if args.hash_token:
         token = sys.stdin.readline().strip()

@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from bot.card import Card, confidence_percent
+from bot.lookup import PanicLookup
 from bot.matcher import LookupResult
-from bot.service import PanicLookup
 
 
 def terminal_context_line(card: Card) -> str:

@@ -27,8 +27,8 @@ from adapters.console.settings import ConsoleSettings
 from adapters.storage import SqlStore
 from adapters.storage import console_queries as queries
 from bot.lint import lint_catalog
+from bot.lookup import PanicLookup
 from bot.records import Catalog
-from bot.service import PanicLookup
 
 log = logging.getLogger("panicbot.console")
 

@@ -24,7 +24,7 @@ from adapters import chat
 from adapters.discord import render
 from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
 from adapters.discord.settings import DiscordSettings
-from adapters.state import ExpiringMap
+from adapters.local_memory import ExpiringMap
 from bot import Card, Lookup, LookupResult
 
 log = logging.getLogger("panicbot.discord")

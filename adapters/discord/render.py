@@ -22,7 +22,7 @@ from bot.records import Record
 from bot.redact import redact
 
 if TYPE_CHECKING:
-    from bot.service import PanicLookup
+    from bot.lookup import PanicLookup
 
 # Discord's limits that shape what is built here (the tests check every limit on the JSON sent: fields
 # <= 25, footer <= 2,048, <= 5 buttons a row, custom_id <= 100 and the rest).

@@ -40,8 +40,8 @@ from adapters.github.api import (
     TokenAuth,
 )
 from adapters.github.settings import GitHubSettings, load_github_settings, read_private_key
+from adapters.local_memory import ExpiringMap
 from adapters.platforms import Host, ServeOptions
-from adapters.state import ExpiringMap
 from bot import Card, Lookup, LookupResult
 
 log = logging.getLogger("panicbot.github")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from adapters.answers import EditedReply, follow_edit, paste_digest, unasked_card
-from adapters.state import Cooldown
+from adapters.local_memory import Cooldown
 from bot.card import Card
-from bot.service import PanicLookup
+from bot.lookup import PanicLookup
 from tests.support.catalogs import seeds_catalog
 
 SERVICE = PanicLookup(seeds_catalog())

@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from adapters.observe import Observers
-from adapters.service.metrics import Metrics
-from bot.service import PanicLookup
+from adapters.serve.metrics import Metrics
+from bot.lookup import PanicLookup
 from tests.support.catalogs import seeds_catalog
 
 

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from bot.card import NO_ANALYSIS, Card, render_markdown
+from bot.lookup import PanicLookup
 from bot.records import parse_catalog_text
-from bot.service import PanicLookup
 from tests.support.catalogs import seeds_catalog
 
 AVG_POOL_ID = "8d1d2fa6df3880bd"
@@ -304,7 +304,7 @@ def test_every_record_of_the_shared_catalog_gets_a_useful_card() -> None:
 def test_a_record_whose_analysis_describes_another_error_is_under_review() -> None:
     """Seed 5c5da467: the message is deform conv 2d backward, the analysis is q_to_device on the router."""
     from bot.card import UNDER_REVIEW
-    from bot.service import PanicLookup
+    from bot.lookup import PanicLookup
 
     service = PanicLookup(seeds_catalog())
     assert service.under_review == frozenset({"5c5da46720dbbf10"})

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from adapters.cli.main import json_line, main
+from bot.lookup import PanicLookup, result_json
 from bot.records import default_catalog
-from bot.service import PanicLookup, result_json
 
 PASTES = [
     "thread 'main' panicked at /home/dev/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.lookup import PanicLookup
 from bot.records import Catalog, default_catalog
-from bot.service import PanicLookup
 from tests.bot.test_rust_runtime import EXPECTED
 from tests.support.release_pastes import release_cases
 from tests.support.runtime_pastes import runtime_cases

@@ -10,11 +10,11 @@ import pytest
 
 from bot.harvest import record_id
 from bot.lint import analysis_is_suspect
+from bot.lookup import PanicLookup
 from bot.matcher import Matcher
 from bot.patterns import is_valid_pattern, match_record, record_key
 from bot.records import Record, default_catalog, load_catalog, parse_catalog_text
 from bot.rust_messages import pattern_from_message, split_format_string
-from bot.service import PanicLookup
 from tests.support.pastes import shared_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]

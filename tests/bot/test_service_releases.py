@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.lookup import PanicLookup
 from bot.records import default_catalog
-from bot.service import PanicLookup
 
 REGISTRY = "/home/dev/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f"
 CHECKOUT = "/home/dev/.cargo/git/checkouts/burn-6c277d792b0d5d7a"

@@ -19,7 +19,7 @@ import yaml
 from pydantic_settings import BaseSettings
 
 from adapters.cli.main import build_parser
-from adapters.service.main import ServiceSettings, build_service_application
+from adapters.serve.main import ServiceSettings, build_service_application
 from adapters.slack.settings import SlackSettings
 from bot.records import load_catalog
 

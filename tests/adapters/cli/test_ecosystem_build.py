@@ -29,8 +29,8 @@ from adapters.cli.ecosystem_build import (
 )
 from adapters.cli.main import main
 from bot.ecosystem import Source
+from bot.lookup import PanicLookup, result_json
 from bot.records import Catalog, load_catalog
-from bot.service import PanicLookup, result_json
 
 REPO = "acme/widgets"
 OUTPUTS = ("ecosystem.jsonl.gz", "ecosystem.sites.jsonl.gz", "ecosystem.releases.jsonl.gz")

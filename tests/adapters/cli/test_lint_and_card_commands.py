@@ -114,8 +114,8 @@ def test_harvest_of_a_missing_tree_writes_nothing(tmp_path: Path) -> None:
 
 def test_report_and_prune_read_what_the_service_stored(tmp_path: Path) -> None:
     from adapters.storage import SqlStore, upgrade_database
+    from bot.lookup import PanicLookup
     from bot.records import default_catalog
-    from bot.service import PanicLookup
 
     url = f"sqlite:///{tmp_path / 'bot.db'}"
     upgrade_database(url)

@@ -10,7 +10,7 @@ import pytest
 
 from adapters.cli.report import run_report
 from adapters.storage import SqlStore, upgrade_database
-from bot.service import PanicLookup
+from bot.lookup import PanicLookup
 from tests.adapters.storage.support import SECRET_PASSWORD, UNREACHABLE_URL, FakeClock
 from tests.support.catalogs import seeds_catalog
 

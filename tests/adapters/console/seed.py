@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from adapters.storage import SqlStore, upgrade_database
-from bot.service import PanicLookup
+from bot.lookup import PanicLookup
 
 START = datetime(2026, 11, 10, 9, 0, tzinfo=UTC)
 REGISTRY = "/home/dev/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f"

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.service.main import Service, ServiceSettings
+from adapters.serve.main import Service, ServiceSettings
 from tests.adapters.console.seed import Seeded, seed_store
 
 TOKEN = "console-test-token-9f2c"

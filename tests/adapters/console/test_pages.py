@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.service.main import Service, ServiceSettings
+from adapters.serve.main import Service, ServiceSettings
 from tests.adapters.console.server import TOKEN, Running, running_console
 from tests.support.local_only import isolate
 

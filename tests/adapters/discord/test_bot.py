@@ -16,7 +16,7 @@ from adapters.discord import render
 from adapters.discord.bot import DiscordState
 from adapters.discord.runner import StartupError, run_discord, sync_commands
 from adapters.discord.settings import SettingsError, load_discord_settings
-from bot.service import PanicLookup
+from bot.lookup import PanicLookup
 from tests.adapters.discord.fake_discord import (
     APP_ID,
     BOT_ID,
@@ -565,7 +565,7 @@ class RefuseUser:
 
 
 def test_one_user_asking_too_often_is_told_to_wait(discord_env: pytest.MonkeyPatch) -> None:
-    from adapters.shared_state import RateLimiter
+    from adapters.redis_memory import RateLimiter
 
     async def scenario() -> None:
         async with running(discord_env) as h:

@@ -26,9 +26,9 @@ from adapters.discord.render import (
 )
 from bot.card import NO_ANALYSIS, UNDER_REVIEW, Card, build_card
 from bot.extract import Location, Panic
+from bot.lookup import PanicLookup
 from bot.matcher import LookupResult, Match
 from bot.records import Catalog, Record, load_catalog
-from bot.service import PanicLookup
 from tests.adapters.discord.fake_discord import message_problems
 from tests.support.catalogs import seeds_catalog
 from tests.support.pastes import RECORDS_FILE, shared_data_dir

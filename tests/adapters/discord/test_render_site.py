@@ -17,9 +17,9 @@ from adapters.discord.render import DiscordMessage, OptionSpec, card_message, un
 from adapters.discord.runner import run_discord
 from adapters.discord.settings import load_discord_settings
 from bot.card import NO_ANALYSIS, Card, build_card
+from bot.lookup import PanicLookup
 from bot.matcher import Match
 from bot.records import Record, default_catalog
-from bot.service import PanicLookup
 from tests.adapters.discord.fake_discord import FakeDiscord
 from tests.adapters.discord.test_bot import TOKEN, FakeClock, callback_data, run
 from tests.adapters.discord.test_render import (

@@ -22,7 +22,7 @@ import pytest
 
 from adapters.github import api as github_api
 from adapters.github.render import read_marker
-from adapters.service.main import Service, ServiceSettings
+from adapters.serve.main import Service, ServiceSettings
 from tests.adapters.github.fake_github import APP_ID, BOT_LOGIN, FakeGitHub, new_private_key, pem
 from tests.support.local_only import isolate
 

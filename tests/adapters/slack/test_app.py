@@ -23,7 +23,7 @@ from adapters.slack import render, server
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.server import build_web_application, run_socket_mode
 from adapters.slack.settings import load_slack_settings
-from bot.service import PanicLookup
+from bot.lookup import PanicLookup
 from tests.adapters.slack.fake_slack import (
     BOT_ID,
     BOT_USER_ID,
@@ -1171,7 +1171,7 @@ def test_socket_mode_slash_command_is_acked_and_answered(slack_env: pytest.Monke
 
 
 def test_one_user_asking_too_often_is_told_to_wait(slack_env: pytest.MonkeyPatch) -> None:
-    from adapters.shared_state import RateLimiter
+    from adapters.redis_memory import RateLimiter
 
     async def scenario() -> None:
         async with running(slack_env) as h:

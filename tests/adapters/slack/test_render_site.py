@@ -15,9 +15,9 @@ from adapters.slack.render import SlackMessage, card_message
 from adapters.slack.server import build_web_application
 from adapters.slack.settings import load_slack_settings
 from bot.card import NO_ANALYSIS, Card, build_card
+from bot.lookup import PanicLookup
 from bot.matcher import Match
 from bot.records import Record, default_catalog
-from bot.service import PanicLookup
 from tests.adapters.slack.fake_slack import HOST, FakeSlack, block_problems
 from tests.adapters.slack.test_app import BOT_TOKEN, SIGNING_SECRET, FakeClock, Harness, header, run
 from tests.adapters.slack.test_render import (

@@ -15,8 +15,8 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.settings import load_slack_settings
+from bot.lookup import PanicLookup
 from bot.records import default_catalog
-from bot.service import PanicLookup
 from tests.adapters.slack.test_app import (
     AVG_POOL_PASTE,
     SIGNING_SECRET,

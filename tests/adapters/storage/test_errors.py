@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from adapters.storage import SqlStore, StorageError, upgrade_database
+from bot.lookup import PanicLookup
 from bot.records import default_catalog
-from bot.service import PanicLookup
 from tests.adapters.storage.support import SECRET_PASSWORD, UNREACHABLE_URL
 
 LOOKUP = PanicLookup(default_catalog())

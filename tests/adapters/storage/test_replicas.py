@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import Engine
 
 from adapters.storage import SqlStore, upgrade_database
-from bot.service import PanicLookup
+from bot.lookup import PanicLookup
 from tests.adapters.storage.support import private_schema
 from tests.support.catalogs import seeds_catalog
 

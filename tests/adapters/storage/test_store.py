@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from adapters.state import FeedbackStore, InMemoryFeedbackStore
+from adapters.local_memory import FeedbackStore, InMemoryFeedbackStore
 from adapters.storage import SqlStore, panic_fingerprint
 from adapters.storage.models import MAX_MESSAGE_CHARS, RecordMatch, UnmatchedPanic, Vote
-from bot.service import PanicLookup
+from bot.lookup import PanicLookup
 from tests.adapters.storage.support import FakeClock
 from tests.support.catalogs import seeds_catalog
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from adapters.service.main import Service
+from adapters.serve.main import Service
 from adapters.slack import server as slack_server
-from tests.adapters.service.test_service import SEEDS, settings, started, stopped
+from tests.adapters.serve.test_service import SEEDS, settings, started, stopped
 from tests.adapters.slack.fake_slack import FakeSlack
 from tests.adapters.slack.test_app import BOT_TOKEN, SIGNING_SECRET
 from tests.support.local_only import PROXY_VARIABLES, isolate

@@ -2,7 +2,7 @@
 
 Behind a load balancer Slack may deliver an event to one replica and its retry to another, and two pastes of
 the same panic may land on two replicas: only state both replicas see answers once. Each class here
-implements the protocol of the in-process one (`adapters.state`) and keeps such an in-process object as
+implements the protocol of the in-process one (`adapters.local_memory`) and keeps such an in-process object as
 its fallback: when Redis is unreachable, slow or refuses a command, the answer comes from the fallback (one
 replica's view, which is what a single process has anyway), a warning is logged at most once a minute and
 `.failures` counts the errors, so a Redis outage degrades dedupe but never stops a lookup or raises into a
@@ -28,7 +28,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
-from adapters.state import (
+from adapters.local_memory import (
     EVENT_TTL_SECONDS,
     Clock,
     Cooldown,

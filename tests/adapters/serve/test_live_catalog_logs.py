@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.service.live_catalog import LiveLookup
-from adapters.service.logs import SUMMARY_FIRST
+from adapters.serve.live_catalog import LiveLookup
+from adapters.serve.logs import SUMMARY_FIRST
 
 SEEDS = Path(__file__).resolve().parents[3] / "bot" / "data" / "default_catalog.jsonl"
 COPIES = 5_000

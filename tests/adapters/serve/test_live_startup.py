@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from adapters.service.main import Service, ServiceError, ServiceSettings
+from adapters.serve.main import Service, ServiceError, ServiceSettings
 from adapters.storage.engine import DEFAULT_CONNECT_TIMEOUT_SECONDS
 from tests.adapters.storage.support import SECRET_PASSWORD, silent_database
 from tests.adapters.storage.test_timeouts import outcome_within

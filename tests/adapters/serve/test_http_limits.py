@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.service.main import Service, ServiceSettings
-from tests.adapters.service.test_service import settings, started, stopped
+from adapters.serve.main import Service, ServiceSettings
+from tests.adapters.serve.test_service import settings, started, stopped
 from tests.adapters.slack.fake_slack import FakeSlack
 from tests.adapters.slack.test_app import BOT_TOKEN, SIGNING_SECRET
 from tests.support.local_only import isolate

@@ -16,9 +16,9 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
-from adapters.service.live_catalog import LiveLookup
-from adapters.service.logs import JsonFormatter
-from adapters.service.main import Service, ServiceSettings
+from adapters.serve.live_catalog import LiveLookup
+from adapters.serve.logs import JsonFormatter
+from adapters.serve.main import Service, ServiceSettings
 from tests.adapters.slack.fake_slack import FakeSlack
 from tests.adapters.slack.test_app import (
     AVG_POOL_PASTE,
@@ -172,7 +172,7 @@ def test_json_logs_carry_context_on_one_line() -> None:
 
 
 def test_redis_url_gives_shared_dedupe_and_cooldowns(clean_env: pytest.MonkeyPatch) -> None:
-    from adapters.shared_state import RateLimiter, RedisCooldown, RedisEventDeduper, RedisRateLimiter
+    from adapters.redis_memory import RateLimiter, RedisCooldown, RedisEventDeduper, RedisRateLimiter
 
     service = Service(settings(redis_url="redis://127.0.0.1:6379/0"), [])
     shared = service._shared_state("panicbot:test", 60)
@@ -180,7 +180,7 @@ def test_redis_url_gives_shared_dedupe_and_cooldowns(clean_env: pytest.MonkeyPat
     assert isinstance(shared["cooldown"], RedisCooldown)
     assert isinstance(shared["rate_limit"], RedisRateLimiter)
     from adapters.chat import shared_replies
-    from adapters.shared_state import RedisKeyedMemory
+    from adapters.redis_memory import RedisKeyedMemory
 
     slack = service._shared_state("panicbot:test", 60, more=shared_replies)
     assert isinstance(slack["posted_replies"], RedisKeyedMemory)  # edits on any replica follow the card
@@ -190,7 +190,7 @@ def test_redis_url_gives_shared_dedupe_and_cooldowns(clean_env: pytest.MonkeyPat
 
 
 def test_a_malformed_redis_url_stops_start_up_without_its_password(clean_env: pytest.MonkeyPatch) -> None:
-    from adapters.service.main import ServiceError
+    from adapters.serve.main import ServiceError
 
     service = Service(settings(redis_url="notredis://user:hunter2@host"), [])
     with pytest.raises(ServiceError) as failure:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.service.logs import log_summary
+from adapters.serve.logs import log_summary
 from bot import Card, Lookup, LookupResult, Match, Matcher, PanicLookup, Record
 from bot.records import Catalog, catalog_files, default_catalog, load_catalog
 

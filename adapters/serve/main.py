@@ -21,13 +21,13 @@ from pydantic_settings import SettingsConfigDict
 from adapters.console.settings import ConsoleSettings
 from adapters.observe import Observer, Observers
 from adapters.platforms import Platform, ServeOptions, platform
-from adapters.service.live_catalog import CatalogLoadError, LiveLookup, LoadReport
-from adapters.service.metrics import CONTENT_TYPE, Metrics
+from adapters.redis_memory import RateLimiter
+from adapters.serve.live_catalog import CatalogLoadError, LiveLookup, LoadReport
+from adapters.serve.metrics import CONTENT_TYPE, Metrics
 from adapters.settings import DEFAULT_DATABASE_URL, CatalogSettings, SettingsError, describe_problems
-from adapters.shared_state import RateLimiter
 from adapters.storage import SqlStore, StorageError, upgrade_database
+from bot.lookup import PanicLookup
 from bot.matcher import LookupResult
-from bot.service import PanicLookup
 
 log = logging.getLogger("panicbot.service")
 
@@ -294,7 +294,7 @@ class Service:
         if self.settings.redis_url is None:
             limit = self.settings.panicbot_user_rate_limit
             return {"rate_limit": RateLimiter(limit, USER_RATE_WINDOW_SECONDS)} if limit else {}
-        from adapters.shared_state import (  # noqa: PLC0415
+        from adapters.redis_memory import (  # noqa: PLC0415
             RedisCooldown,
             RedisEventDeduper,
             RedisRateLimiter,

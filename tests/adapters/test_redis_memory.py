@@ -29,7 +29,7 @@ from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
 from adapters.chat import PostedReply, shared_replies
-from adapters.shared_state import (
+from adapters.redis_memory import (
     EVENT_TTL_SECONDS,
     RateLimiter,
     RedisCooldown,
@@ -43,8 +43,8 @@ from adapters.shared_state import (
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.server import build_web_application
 from adapters.slack.settings import SlackSettings
+from bot.lookup import PanicLookup
 from bot.records import default_catalog
-from bot.service import PanicLookup
 from tests.adapters.slack.fake_slack import BOT_USER_ID, HOST, TEAM_ID, FakeSlack
 from tests.adapters.slack.test_app import delete_event, edit_event
 from tests.support.local_only import isolate
