@@ -232,6 +232,9 @@ class ChatFlows(Generic[K]):
     ) -> None:
         self.platform, self.service, self.state, self.reply_key = platform, service, state, reply_key
         self.log = logging.getLogger(f"panicbot.{platform}")
+        # Edits being looked up: a paste's latest, by its number, so an earlier one finishing late is dropped.
+        self._edit_count = 0
+        self._latest_edit: dict[K, int] = {}
 
     # -- asking ---------------------------------------------------------------------------------------
 
@@ -242,8 +245,9 @@ class ChatFlows(Generic[K]):
         self.state.observer.looked_up(self.platform, result, time.perf_counter() - started)
         return result
 
-    async def lookup_off_loop(self, text: str, limit: int = 5) -> LookupResult:
-        """The core's lookup in the lookup pool; reported to the observers from the loop."""
+    async def lookup_off_loop(self, text: str, limit: int = 5, *, observed: bool = True) -> LookupResult:
+        """The core's lookup in the lookup pool; reported to the observers from the loop (unless not
+        `observed`: a probe whose text is looked up again, and counted, afterwards)."""
 
         def timed() -> tuple[LookupResult, float]:
             started = time.perf_counter()
@@ -251,7 +255,8 @@ class ChatFlows(Generic[K]):
 
         loop = asyncio.get_running_loop()
         result, seconds = await loop.run_in_executor(_LOOKUPS, timed)
-        self.state.observer.looked_up(self.platform, result, seconds)
+        if observed:
+            self.state.observer.looked_up(self.platform, result, seconds)
         return result
 
     def too_many(self, user: str) -> bool:
@@ -262,21 +267,41 @@ class ChatFlows(Generic[K]):
         self.log.info("user %s is over the per-user limit: not answered", user)
         return True
 
-    def answer(self, text: str) -> Answer:
-        """The answer to a paste or query: a card, "no known record", or usage for an empty one."""
-        if not text.strip() or text.strip().lower() == "help":
-            return Answer("usage", text)
-        result = self.lookup(text)
+    @staticmethod
+    def _usage(text: str) -> bool:
+        return not text.strip() or text.strip().lower() == "help"
+
+    def _answered(self, text: str, result: LookupResult) -> Answer:
         card = self.service.card(result)
         if card is None:
             return Answer("no_match", text, result)
         return Answer("card", text, result, card)
 
+    def answer(self, text: str) -> Answer:
+        """The answer to a paste or query: a card, "no known record", or usage for an empty one. It looks
+        up on the calling thread: a handler on the event loop awaits `answer_off_loop` instead."""
+        if self._usage(text):
+            return Answer("usage", text)
+        return self._answered(text, self.lookup(text))
+
+    async def answer_off_loop(self, text: str) -> Answer:
+        """`answer`, its lookup in the lookup pool: a large paste never holds up the event loop."""
+        if self._usage(text):
+            return Answer("usage", text)
+        return self._answered(text, await self.lookup_off_loop(text))
+
     def ask(self, user: str, text: str) -> Answer:
-        """A typed question (`/panic`): refused over the per-user limit, else the answer."""
+        """A typed question (`/panic`): refused over the per-user limit, else the answer (looked up on the
+        calling thread: a handler on the event loop awaits `ask_off_loop` instead)."""
         if self.too_many(user):
             return Answer("refused", text)
         return self.answer(text)
+
+    async def ask_off_loop(self, user: str, text: str) -> Answer:
+        """`ask`, its lookup in the lookup pool."""
+        if self.too_many(user):
+            return Answer("refused", text)
+        return await self.answer_off_loop(text)
 
     async def explain(self, user: str, read: Callable[[], Awaitable[str]]) -> Answer:
         """ "Explain this panic" on a message: refused over the limit (before reading it), else the answer
@@ -286,7 +311,7 @@ class ChatFlows(Generic[K]):
         text = await read()
         if not text.strip():
             return Answer("no_text", text)
-        return self.answer(text)
+        return await self.answer_off_loop(text)
 
     def first_time(self, event_id: str) -> bool:
         """False for an event already handled (a platform's re-delivery, maybe to another replica)."""
@@ -341,13 +366,26 @@ class ChatFlows(Generic[K]):
         """The paste `key` now reads `text`: its reply shows the card for it, or goes when the paste no
         longer warrants one. A link preview or a pin (same text) changes nothing."""
         reply = self.state.replies.get(key)
+        if reply is None or (reply.paste_digest and reply.paste_digest == paste_digest(text)):
+            return
+        # The lookup runs in the lookup pool; meanwhile the paste may be edited again (the latest edit
+        # wins: an earlier one still looking up is dropped) or deleted (its reply is gone: nothing to do).
+        self._edit_count += 1
+        edit = self._latest_edit[key] = self._edit_count
+        try:
+            card = unasked_card(self.service, await self.lookup_off_loop(text))
+        finally:
+            latest = self._latest_edit.get(key) == edit
+            if latest:
+                del self._latest_edit[key]
+        reply = self.state.replies.get(key) if latest else None
         if reply is None:
             return
         outcome = follow_edit(
             record_id=reply.record_id,
             digest=reply.paste_digest,
             text=text,
-            answer=lambda edited: unasked_card(self.service, self.lookup(edited)),
+            answer=lambda _: card,
             gate=self.state.gate,
             place=reply.channel,
         )

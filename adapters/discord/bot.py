@@ -319,7 +319,7 @@ class PanicHandlers:
     def _card(self, card: Card, **options: Any) -> DiscordMessage:
         return render.card_message(card, severity=self._severity(card.record_id), **options)
 
-    def answer(self, text: str, *, ephemeral: bool, asker_id: int) -> DiscordMessage:
+    async def answer(self, text: str, *, ephemeral: bool, asker_id: int) -> DiscordMessage:
         """The message for a paste or query: a card, "no known record", or usage for an empty one."""
         text = text.strip()
         if text.startswith(render.ID_PREFIX):
@@ -327,7 +327,8 @@ class PanicHandlers:
             chosen = self.flows.card_for(self.keys.resolve(text.removeprefix(render.ID_PREFIX)), 1.0)
             if chosen is not None:
                 return self._card(chosen, ephemeral=ephemeral, asker_id=asker_id)
-        return self.render_answer(self.flows.answer(text), ephemeral=ephemeral, asker_id=asker_id)
+        answer = await self.flows.answer_off_loop(text)
+        return self.render_answer(answer, ephemeral=ephemeral, asker_id=asker_id)
 
     def render_answer(self, answer: chat.Answer, *, ephemeral: bool, asker_id: int) -> DiscordMessage:
         return answer.shown(DiscordView(self, ephemeral=ephemeral, asker_id=asker_id))
@@ -359,12 +360,16 @@ class PanicHandlers:
         reference = message.reference
         if reference is not None and reference.message_id is not None:
             # Unobserved: `answer` below looks the chosen text up again, and that one counts.
-            own = self.service.card(self.service.lookup(text)) if text.strip() else None
+            own = (
+                self.service.card(await self.flows.lookup_off_loop(text, observed=False))
+                if text.strip()
+                else None
+            )
             if own is None:
                 referenced = await self._referenced(message, reference)
                 if referenced is not None:
                     text = await self.paste_text(referenced) or text
-        answer = self.answer(text, ephemeral=False, asker_id=message.author.id)
+        answer = await self.answer(text, ephemeral=False, asker_id=message.author.id)
         await self._reply(message, answer, "mention reply")
 
     async def _referenced(
@@ -417,7 +422,7 @@ class PanicHandlers:
         if self.too_many(interaction.user.id):
             await self.respond(interaction, render.error_message(chat.RATE_LIMITED_MESSAGE), ephemeral=True)
             return
-        message = self.answer(query, ephemeral=not public, asker_id=interaction.user.id)
+        message = await self.answer(query, ephemeral=not public, asker_id=interaction.user.id)
         await self.respond(interaction, message, ephemeral=not public)
 
     async def on_autocomplete(self, interaction: discord.Interaction[Any], current: str) -> list[Any]:

@@ -313,9 +313,9 @@ class GitHubHandlers:
         if self.flows.too_many(author):
             return  # GitHub has no private note: a public "slow down" would be one more comment
         text = self.mention.sub(" ", body).strip()
-        answer = self.flows.answer(text) if text else None
+        answer = await self.flows.answer_off_loop(text) if text else None
         if (answer is None or (answer.result is not None and not answer.known)) and issue_body.strip():
-            parent = self.flows.answer(issue_body)
+            parent = await self.flows.answer_off_loop(issue_body)
             if parent.known or answer is None:
                 answer = parent
         view = GitHubView(self.settings.github_app_slug, f"c{comment_id}")

@@ -247,7 +247,7 @@ class _Handlers:
 
     async def on_command(self, ack: Any, command: dict[str, Any], respond: Any) -> None:
         await ack()
-        answer = self.flows.ask(command.get("user_id", ""), command.get("text") or "")
+        answer = await self.flows.ask_off_loop(command.get("user_id", ""), command.get("text") or "")
         await self._respond(respond, render_answer(answer, ephemeral=True), response_type="ephemeral")
 
     async def on_shortcut(self, ack: Any, shortcut: dict[str, Any], respond: Any) -> None:
@@ -272,12 +272,12 @@ class _Handlers:
                 log.warning("chat.postEphemeral failed in %s: %s", channel, exc.response.get("error"))
             return
         text = strip_mentions(event.get("text", ""))
-        answer = self.flows.answer(text) if text else None
+        answer = await self.flows.answer_off_loop(text) if text else None
         if (answer is None or (answer.result is not None and not answer.known)) and event.get("thread_ts"):
             # "@panicbot what does this mean?" under a pasted panic: the thread's first message is the paste.
             parent = await self._thread_parent_text(client, channel, event["thread_ts"])
             if parent:
-                parent_answer = self.flows.answer(parent)
+                parent_answer = await self.flows.answer_off_loop(parent)
                 if parent_answer.known or answer is None:
                     answer = parent_answer
         message = render_answer(answer, ephemeral=False) if answer is not None else render.usage_message()

@@ -10,6 +10,7 @@ from typing import Any
 
 from adapters.chat import flows as chat_flows
 from adapters.chat.flows import ChatFlows, ChatState, Paste
+from adapters.chat.replies import PostedReply
 from bot import LookupResult
 
 LOOKUP_SECONDS = 0.15
@@ -86,3 +87,50 @@ def test_the_cap_is_per_channel() -> None:
 
     asyncio.run(scenario())
     assert core.started == 2 * cap and state.unasked_dropped == 0
+
+
+class SlowAskedLookup(SlowLookup):
+    """The slow core, which also answers `card` (an asked answer renders its "no known record")."""
+
+    def card(self, result: LookupResult) -> None:
+        return None
+
+
+class Deletes(NoReplies):
+    def __init__(self) -> None:
+        self.deleted: list[Any] = []
+
+    async def delete(self, reply: Any) -> None:
+        self.deleted.append(reply)
+
+
+def test_asked_lookups_of_large_pastes_never_stall_the_loop() -> None:
+    core = SlowAskedLookup()
+    state: ChatState[str] = ChatState()
+    flows = ChatFlows("test", core, state, reply_key=lambda reply: reply.reply_id)  # type: ignore[arg-type]
+    large = "thread 'main' panicked at src/lib.rs:1:1:\n" + "x" * 1_000_000
+    state.replies.put("m1", PostedReply("C1", "r1", "some-record", "digest of what it said before"))
+    replier = Deletes()
+
+    async def read() -> str:
+        return large
+
+    async def scenario() -> tuple[float, list[Any]]:
+        # A mention (answer), /panic (ask), "Explain this panic" (explain), an edited paste (edited).
+        work = asyncio.ensure_future(
+            asyncio.gather(
+                flows.answer_off_loop(large),
+                flows.ask_off_loop("U1", large),
+                flows.explain("U1", read),
+                flows.edited("m1", large, replier),
+            )
+        )
+        lag = await max_loop_lag(work)
+        return lag, await work
+
+    lag, (answered, asked, explained, _) = asyncio.run(scenario())
+    # Before: each asked lookup ran on the loop (4 in a row: ~0.6 s without the loop coming back).
+    assert lag < LOOKUP_SECONDS * 0.66, lag
+    assert core.started == 4
+    assert [answered.kind, asked.kind, explained.kind] == ["no_match"] * 3
+    assert state.replies.get("m1") is None and [reply.reply_id for reply in replier.deleted] == ["r1"]
