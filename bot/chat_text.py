@@ -19,10 +19,15 @@ _CURSOR_MOVE = re.compile(r"\x1b\[(?:[0-9;]*[ABEFGHJfd]|[12]K)")
 _LINE_BREAKS = re.compile(r"\r*\n\r*|\r+")  # a carriage return next to a line break moves nothing
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_CHARS = tuple(chr(code) for code in (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F))
 # indicatif / tqdm / cargo bars: a run of bar cells and a count or a percentage on the same line.
 _BAR_CELLS = re.compile(
     "[\u2588\u2589\u258a\u258b\u258c\u258d\u258e\u258f\u2591\u2592\u2593\u2501\u2578\u257a\u25a0\u25a1]{3,}"
     r"|\[[=#>\-. ]{6,}\]|\|[#= ]{6,}\|"
+)
+# What every bar starts with, looked for first with `in` (a fast scan).
+_BAR_STARTS = tuple(
+    "\u2588\u2589\u258a\u258b\u258c\u258d\u258e\u258f\u2591\u2592\u2593\u2501\u2578\u257a\u25a0\u25a1[|"
 )
 _BAR_COUNT = re.compile(r"\d+/\d+|\d+(?:\.\d+)?%")
 MAX_BAR_LINE_CHARS = 1_000
@@ -41,6 +46,11 @@ _FENCE_WITH_LANGUAGE = re.compile(r"```[A-Za-z0-9_+.-]*[ \t]*(?=\n)")
 # Discord users wrap a single line in inline code: `thread 'main' panicked at ...`
 _INLINE_CODE_LINE = re.compile(r"^([ \t]*)`([^`\n]+)`[ \t]*$", re.MULTILINE)
 _QUOTE_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
+# Cheap necessary conditions, searched for from a literal (a fast scan), before the line-start patterns that
+# are tried at every position of the text: a line starting with "`" or ">", a date's `-dd-dd dd:dd:dd`.
+_FIRST_LINE_CODE_OR_QUOTE = re.compile(r"[ \t]*[`>]")
+_LINE_CODE_OR_QUOTE = re.compile(r"\n[ \t]*[`>]")
+_DATE_TIME = re.compile(r"-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}")
 _TIMESTAMP_PREFIX = re.compile(
     r"^[ \t]*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?[ \t]*",
     re.MULTILINE,
@@ -76,19 +86,27 @@ def normalize_chat_text(text: str, max_chars: int = MAX_TEXT_CHARS) -> str:
         text = _CURSOR_MOVE.sub("\r", text)
     if "\r" in text:
         text = _LINE_BREAKS.sub("\n", text)
-    text = _ANSI.sub("", text)
-    text = _CONTROL.sub("", text)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if any(char in text for char in _CONTROL_CHARS):
+        text = _CONTROL.sub("", text)
     text = drop_progress_bars(text)
     text = text.translate(_SMART_QUOTES)
-    text = _SLACK_LINK.sub(_slack_link_text, text)
-    for entity, char in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&#39;", "'"), ("&#x27;", "'")):
-        text = text.replace(entity, char)
-    text = text.replace("&amp;", "&")
-    text = _FENCE_WITH_LANGUAGE.sub("", text)
-    text = text.replace("```", "\n")
-    text = _QUOTE_PREFIX.sub("", text)
-    text = _INLINE_CODE_LINE.sub(r"\1\2", text)
-    return _TIMESTAMP_PREFIX.sub("", text)
+    if "<" in text:
+        text = _SLACK_LINK.sub(_slack_link_text, text)
+    if "&" in text:
+        for entity, char in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&#39;", "'"), ("&#x27;", "'")):
+            text = text.replace(entity, char)
+        text = text.replace("&amp;", "&")
+    if "```" in text:
+        text = _FENCE_WITH_LANGUAGE.sub("", text)
+        text = text.replace("```", "\n")
+    if ("`" in text or ">" in text) and (
+        _FIRST_LINE_CODE_OR_QUOTE.match(text) or _LINE_CODE_OR_QUOTE.search(text)
+    ):
+        text = _QUOTE_PREFIX.sub("", text)
+        text = _INLINE_CODE_LINE.sub(r"\1\2", text)
+    return _TIMESTAMP_PREFIX.sub("", text) if _DATE_TIME.search(text) else text
 
 
 def _has_marker(line: str) -> bool:
@@ -98,7 +116,7 @@ def _has_marker(line: str) -> bool:
 def drop_progress_bars(text: str) -> str:
     """`text` without its progress-bar lines (a bar drawn between a panic's lines would join its message).
     A line holding a panic marker stays: the panic printed after a bar is on the bar's line."""
-    if not _BAR_CELLS.search(text):
+    if not any(char in text for char in _BAR_STARTS) or not _BAR_CELLS.search(text):
         return text  # one scan for nearly every paste
     return "\n".join(line for line in text.split("\n") if not _is_progress_bar(line))
 

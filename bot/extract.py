@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from bot.chat_text import MAX_TEXT_CHARS, PANIC_MARKERS, normalize_chat_text
@@ -39,6 +41,10 @@ _HEADER_OLD_START = re.compile(rf"(?:{_THREAD})?panicked at '")
 _HEADER_OLD_END = re.compile(rf"', {_LOCATION}[ \t]*$", re.MULTILINE)
 _FRAME_SYMBOL = re.compile(r"^\s*(?P<index>\d+): +(?P<symbol>\S.*?)\s*$")
 _FRAME_AT = re.compile(rf"^\s*at {_LOCATION}\s*$")
+# A cheap necessary condition for a new-style header: its `:line:col:`, with the whitespace a wrapped path
+# loses anywhere in it. Only a line holding such a colon, or the line before it, can start a header.
+_LOCATION_HINT = re.compile(r":(?=\s*\d[\d\s]*:\s*\d[\d\s]*:)")
+_OLD_HEADER_HINT = re.compile("panicked at '")
 _UNWRAP = re.compile(
     r"called `(?:Result|Option)::(?:unwrap|expect)(?:_err)?\(\)` on an? `(?:Err|None)` value"
 )
@@ -371,11 +377,12 @@ def _attach_frames(panic: Panic, lines: list[str], index: int) -> tuple[Panic, i
     return panic, index
 
 
-def _headerless_messages(lines: list[str]) -> list[Panic]:
+def _headerless_messages(lines: list[str], text: str) -> list[Panic]:
     """Runtime messages pasted without their header, such as an unwrap on an Err; a relaying `CallError(`
     left open at the end of its line runs on over the next lines until it closes."""
     found = []
-    for index, line in enumerate(lines):
+    for index in _lines_holding(text, _UNWRAP.search):
+        line = lines[index]
         unwrap = _UNWRAP.search(line)
         if unwrap:
             message = _without_user_note(line[unwrap.start() :].strip())
@@ -419,11 +426,11 @@ def extract(text: str) -> Extraction:
     headerless: list[Panic] = []
     for piece in pieces:
         lines = piece.split("\n")
-        headers += _header_panics(lines)
+        headers += _header_panics(lines, piece)
         if len(headers) >= MAX_PANICS:
             break
         if not headers and len(headerless) < MAX_PANICS:
-            headerless += _headerless_messages(lines)
+            headerless += _headerless_messages(lines, piece)
     panics = headers[:MAX_PANICS] or headerless[:MAX_PANICS]
     if panics:
         return Extraction(tuple(_with_follow_ons(panics)), truncated)
@@ -431,11 +438,18 @@ def extract(text: str) -> Extraction:
     return Extraction((Panic(message=query, kind="query"),) if query else (), truncated)
 
 
-def _header_panics(lines: list[str]) -> list[Panic]:
-    """The panics with a `panicked at` header in normalised lines, with their frames."""
+def _header_panics(lines: list[str], text: str) -> list[Panic]:
+    """The panics with a `panicked at` header in normalised lines (`text` split at its line breaks), with
+    their frames. Only the lines that can start a header are tried (`_header_lines`)."""
     panics: list[Panic] = []
+    candidates = _header_lines(text)
+    position = 0
     index = 0
-    while index < len(lines) and len(panics) < MAX_PANICS:
+    while len(panics) < MAX_PANICS:
+        position = bisect_left(candidates, index, position)
+        if position >= len(candidates):
+            break
+        index = candidates[position]
         found = _new_style_panic(lines, index) or _old_style_panic(lines, index)
         if found is None:
             index += 1
@@ -446,13 +460,41 @@ def _header_panics(lines: list[str]) -> list[Panic]:
     return panics
 
 
+def _header_lines(text: str) -> list[int]:
+    """The sorted indexes of the lines of `text` that can start a header, found by a few C-level scans: an
+    old-style header's line holds `panicked at '`; a new-style header's line or the next (a wrapped path)
+    holds its `:line:col:` (`_LOCATION_HINT`). Every other line is skipped without a Python call."""
+    found = set(_lines_holding(text, _LOCATION_HINT.search))
+    found.update([index - 1 for index in found if index > 0])
+    found.update(_lines_holding(text, _OLD_HEADER_HINT.search))
+    return sorted(found)
+
+
+def _lines_holding(text: str, search: Callable[[str, int], re.Match[str] | None]) -> list[int]:
+    """The indexes, in order, of the lines of `text` on which `search(text, start)` finds a hit starting
+    (one call a line holding one, the line breaks counted in C)."""
+    lines: list[int] = []
+    line = counted = start = 0
+    while (hit := search(text, start)) is not None:
+        at = hit.start()
+        line += text.count("\n", counted, at)
+        counted = at
+        lines.append(line)
+        start = text.find("\n", at)
+        if start < 0:
+            break
+    return lines
+
+
 def panic_windows(text: str) -> list[tuple[int, int]]:
     """Disjoint `(start, end)` spans of `text`, in order, holding every panic marker and what follows each
     (see WINDOW_BEFORE, WINDOW_AFTER, WINDOW_MAX). `str.find` does the searching, so a long paste costs a few
     fast scans, and the windows' total length is at most the paste's."""
     windows: list[tuple[int, int]] = []
     position = 0
-    while (marker := _next_marker(text, position)) >= 0:
+    # Each marker's next place, searched for again only once passed: an absent marker is scanned for once.
+    found = dict.fromkeys(PANIC_MARKERS, -2)
+    while (marker := _next_marker(text, position, found)) >= 0:
         line_start = text.rfind("\n", max(position, marker - WINDOW_BEFORE), marker)
         start = line_start + 1 if line_start >= 0 else max(position, marker - WINDOW_BEFORE)
         end = _window_end(text, start, marker)
@@ -479,9 +521,14 @@ def _window_end(text: str, start: int, marker: int) -> int:
     return line_end if line_end >= 0 else end
 
 
-def _next_marker(text: str, start: int) -> int:
-    found = [at for at in (text.find(marker, start) for marker in PANIC_MARKERS) if at >= 0]
-    return min(found) if found else -1
+def _next_marker(text: str, start: int, found: dict[str, int]) -> int:
+    """The first marker at or after `start`; `found` holds each marker's place found last (-1: none after it,
+    -2: not searched for yet), `start` never decreasing between calls."""
+    for marker, at in found.items():
+        if at == -2 or 0 <= at < start:
+            found[marker] = text.find(marker, start)
+    places = [at for at in found.values() if at >= 0]
+    return min(places) if places else -1
 
 
 def _last_marker(text: str, start: int, end: int) -> int:

@@ -725,3 +725,30 @@ def test_the_pasters_own_note_after_a_message_line_is_dropped() -> None:
         assert only(f"thread 'main' panicked at src/a.rs:1:2:\n{message}").message == message
     debug = "Shape {\n    dims: 2,   # not a note\n}"
     assert only(f"thread 'main' panicked at src/a.rs:1:2:\n{debug}").message == debug
+
+
+def test_hostile_megabytes_still_find_the_final_panic() -> None:
+    """Megabytes of header fragments, one line of `panicked at`, unwrap fragments and near-locations: only
+    the lines that can start a header are tried, and the real panic at the end is still found, wrapped too."""
+    from bot.extract import extract
+
+    size = 2 * 1024 * 1024
+    final = (
+        "thread 'main' panicked at crates/burn-fusion/src/stream/execution/ordering.rs:49:13:\n"
+        "Ordering is bigger than operations\n"
+        "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
+    )
+    wrapped = final.replace("ordering.rs:49", "order\ning.rs:49")
+    shapes = (
+        "thread 'a' panicked at x:\n",
+        "panicked at ",
+        "called `Result::unwrap()` on an `Err` value: ",
+        "thread 'a' panicked at x:1\n",
+        "panicked at x:1:",
+        "> `&lt;panicked at` \x07 |\n",
+    )
+    for shape in shapes:
+        for panic in (final, wrapped):
+            paste = shape * (size // len(shape)) + "\n" + panic
+            messages = [found.message for found in extract(paste).panics]
+            assert "Ordering is bigger than operations" in messages, (shape, panic)
