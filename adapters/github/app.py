@@ -42,6 +42,7 @@ from adapters.github.api import (
 from adapters.github.settings import GitHubSettings, load_github_settings, read_private_key
 from adapters.local_memory import ExpiringMap
 from adapters.platforms import Host, ServeOptions
+from adapters.webhooks import read_body
 from bot import Card, Lookup, LookupResult
 
 log = logging.getLogger("panicbot.github")
@@ -402,30 +403,6 @@ class GitHubHandlers:
 
 def _refused(status: int, error: str) -> web.Response:
     return web.json_response({"error": error}, status=status)
-
-
-async def read_body(request: web.Request, *, limit: int, timeout: float) -> bytes:
-    """The raw body, at most `limit` bytes, read within `timeout` seconds; else an HTTP error (a body too
-    slow closes the connection). Compressed bodies are refused: GitHub never sends them."""
-    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-    if encoding not in ("", "identity"):
-        raise web.HTTPUnsupportedMediaType(text="compressed bodies are not accepted")
-    if request.content_length is not None and request.content_length > limit:
-        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async with asyncio.timeout(timeout):
-            while chunk := await request.content.readany():
-                size += len(chunk)
-                if size > limit:
-                    raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
-                chunks.append(chunk)
-    except TimeoutError:
-        if request.transport is not None:
-            request.transport.close()
-        raise web.HTTPRequestTimeout(text="the body came too slowly") from None
-    return b"".join(chunks)
 
 
 def add_github_routes(

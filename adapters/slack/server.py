@@ -34,6 +34,7 @@ from adapters.platforms import Host, ServeOptions
 from adapters.settings import PlatformRefused
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.settings import SlackSettings, load_slack_settings
+from adapters.webhooks import read_body
 
 log = logging.getLogger("panicbot.slack")
 
@@ -200,31 +201,6 @@ def _content_type(headers: Mapping[str, str]) -> str | None:
 
 def _refused(status: int, error: str) -> web.Response:
     return web.json_response({"error": error}, status=status)
-
-
-async def read_body(request: web.Request, *, limit: int, timeout: float) -> bytes:
-    """The raw body, at most `limit` bytes, read within `timeout` seconds; else an HTTP error, and a body
-    too slow closes the connection. Compressed bodies are refused before a byte is read: Slack never sends
-    them, and inflating one costs CPU out of all proportion to its size."""
-    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-    if encoding not in ("", "identity"):
-        raise web.HTTPUnsupportedMediaType(text="compressed bodies are not accepted")
-    if request.content_length is not None and request.content_length > limit:
-        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async with asyncio.timeout(timeout):
-            while chunk := await request.content.readany():
-                size += len(chunk)
-                if size > limit:
-                    raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
-                chunks.append(chunk)
-    except TimeoutError:
-        if request.transport is not None:
-            request.transport.close()  # a dribbling client holds nothing more of ours
-        raise web.HTTPRequestTimeout(text="the body came too slowly") from None
-    return b"".join(chunks)
 
 
 def _app_signing_secret(app: AsyncApp) -> str:
