@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.matcher import Match
@@ -124,37 +125,67 @@ def build_card(
     )
 
 
-def render_markdown(card: Card) -> str:
-    """Markdown that reads well as plain text too: the CLI and every chat fallback use it."""
-    lines = [f"**{card.title}**", ""]
-    if card.where:
-        lines += [f"**Where:** {card.where}", ""]
-    if card.release_note:
-        lines += [f"**Release:** {card.release_note}", ""]
+@dataclass(frozen=True)
+class MarkdownStyle:
+    """How one markdown dialect writes a card's parts; `markdown_lines` walks the sections in one order for
+    all of them (the terminal's plain markdown, a GitHub comment)."""
+
+    title: Callable[[str], str]
+    prose: Callable[[str], str]
+    code: Callable[[str], str]
+    fix: Callable[[str, str], list[str]]  # (code, language) -> its lines, fences included
+    context: Callable[[Card], str]
+
+
+def fenced(code: str, language: str) -> list[str]:
+    """A fenced block whose fence is longer than any run of backticks inside."""
+    longest_run = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    fence = "`" * max(3, longest_run + 1)
+    return [f"{fence}{language}", code, fence]
+
+
+def markdown_lines(card: Card, style: MarkdownStyle) -> list[str]:
+    """The card's sections, each only when known, in the order every markdown rendering shows them."""
+    lines = [style.title(card.title), ""]
+    for label, text in (("Where", card.where), ("Release", card.release_note)):
+        if text:
+            lines += [f"**{label}:** {style.prose(text)}", ""]
     if card.fires_when:
-        lines += [f"**Fires when:** `{card.fires_when}`", ""]
-    if card.panics_doc:
-        lines += [f"**Its docs say it panics:** {card.panics_doc}", ""]
-    if card.cause:
-        lines += [f"**What it means:** {card.cause}", ""]
-    if card.when:
-        lines += [f"**When it happens:** {card.when}", ""]
+        lines += [f"**Fires when:** {style.code(card.fires_when)}", ""]
+    for label, text in (
+        ("Its docs say it panics", card.panics_doc),
+        ("What it means", card.cause),
+        ("When it happens", card.when),
+    ):
+        if text:
+            lines += [f"**{label}:** {style.prose(text)}", ""]
     if card.solutions:
-        lines += ["**Solutions:**", *[f"{n}. {s}" for n, s in enumerate(card.solutions, 1)], ""]
+        numbered = [f"{n}. {style.prose(s)}" for n, s in enumerate(card.solutions, 1)]
+        lines += ["**Solutions:**", *numbered, ""]
     if card.example_fix:
-        longest_run = max((len(run) for run in re.findall(r"`+", card.example_fix)), default=0)
-        fence = "`" * max(3, longest_run + 1)
-        lines += ["**Example fix:**", f"{fence}{card.example_fix_language}", card.example_fix, fence, ""]
+        lines += ["**Example fix:**", *style.fix(card.example_fix, card.example_fix_language), ""]
     if card.prevention_tips:
-        lines += ["**Prevention:**", *[f"- {tip}" for tip in card.prevention_tips], ""]
+        lines += ["**Prevention:**", *[f"- {style.prose(tip)}" for tip in card.prevention_tips], ""]
     if card.consequences:
         lines += [
             "**Also in this paste, following from this panic:**",
-            *[f"- `{text}`" for text in card.consequences],
+            *[f"- {style.code(text)}" for text in card.consequences],
             "",
         ]
-    lines.append(context_line(card))
-    return "\n".join(lines).strip() + "\n"
+    lines.append(style.context(card))
+    return lines
+
+
+def render_markdown(card: Card) -> str:
+    """Markdown that reads well as plain text too: the CLI and every chat fallback use it."""
+    style = MarkdownStyle(
+        title=lambda title: f"**{title}**",
+        prose=lambda text: text,
+        code=lambda text: f"`{text}`",
+        fix=fenced,
+        context=context_line,
+    )
+    return "\n".join(markdown_lines(card, style)).strip() + "\n"
 
 
 def context_line(card: Card) -> str:

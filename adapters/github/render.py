@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from bot import Card, LookupResult, redact
-from bot.card import confidence_percent
+from bot.card import MarkdownStyle, confidence_percent, fenced, markdown_lines
 
 MAX_COMMENT_CHARS = 65_536
 # Room under the limit for the marker and the footer, whatever they hold.
@@ -92,48 +92,22 @@ def _cut_lines(text: str, cap: int | None) -> tuple[str, bool]:
     return "\n".join(kept), True
 
 
-def _fenced(code: str, language: str) -> list[str]:
-    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [f"{fence}{language}", code, fence]
-
-
 def _body(card: Card, cap: int | None) -> str:
-    lines = [f"### {_cut(plain(card.title), 300 if cap else None)}", ""]
-    if card.where:
-        lines += [f"**Where:** {_prose(_cut(card.where, cap))}", ""]
-    if card.release_note:
-        lines += [f"**Release:** {_prose(_cut(card.release_note, cap))}", ""]
-    if card.fires_when:
-        lines += [f"**Fires when:** {code_span(_cut(card.fires_when, cap))}", ""]
-    if card.panics_doc:
-        lines += [f"**Its docs say it panics:** {_prose(_cut(card.panics_doc, cap))}", ""]
-    if card.cause:
-        lines += [f"**What it means:** {_prose(_cut(card.cause, cap))}", ""]
-    if card.when:
-        lines += [f"**When it happens:** {_prose(_cut(card.when, cap))}", ""]
-    if card.solutions:
-        lines += [
-            "**Solutions:**",
-            *[f"{n}. {_prose(_cut(s, cap))}" for n, s in enumerate(card.solutions, 1)],
-            "",
-        ]
-    if card.example_fix:
-        fix, was_cut = _cut_lines(card.example_fix, cap)
-        lines += ["**Example fix:**", *_fenced(fix, card.example_fix_language or "rust")]
+    def fix(code: str, language: str) -> list[str]:
+        shown, was_cut = _cut_lines(code, cap)
+        lines = fenced(shown, language or "rust")
         if was_cut:
             lines.append("*(The example is cut here: the source link shows the whole context.)*")
-        lines.append("")
-    if card.prevention_tips:
-        lines += ["**Prevention:**", *[f"- {_prose(_cut(tip, cap))}" for tip in card.prevention_tips], ""]
-    if card.consequences:
-        lines += [
-            "**Also in this paste, following from this panic:**",
-            *[f"- {code_span(text)}" for text in card.consequences],
-            "",
-        ]
-    lines.append(context_line(card))
-    return "\n".join(lines).strip()
+        return lines
+
+    style = MarkdownStyle(
+        title=lambda title: f"### {_cut(plain(title), 300 if cap else None)}",
+        prose=lambda text: _prose(_cut(text, cap)),
+        code=lambda text: code_span(_cut(text, cap)),
+        fix=fix,
+        context=context_line,
+    )
+    return "\n".join(markdown_lines(card, style)).strip()
 
 
 def context_line(card: Card) -> str:
