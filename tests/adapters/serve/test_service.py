@@ -24,7 +24,10 @@ from tests.adapters.slack.test_app import (
     AVG_POOL_PASTE,
     AVG_POOL_TITLE,
     BOT_TOKEN,
+    CHANNEL,
     SIGNING_SECRET,
+    event_callback,
+    mention_event,
     signed,
     slash_command,
 )
@@ -124,6 +127,58 @@ def test_slack_over_http_through_the_service_counts_lookups(clean_env: pytest.Mo
             assert service.states["slack"].rate_limit is not None
             report = service.store.report(limit=5, catalog_ids=["8d1d2fa6df3880bd", "5c5da46720dbbf10"])
             assert report.never_matched == ("5c5da46720dbbf10",)  # the avg pool answer was counted
+
+    asyncio.run(scenario())
+
+
+async def post_mention(http: aiohttp.ClientSession, base: str, number: int) -> None:
+    body = json.dumps(event_callback(mention_event(AVG_POOL_PASTE, user=f"U{number:09d}"), f"Ev{number:08d}"))
+    headers = {**signed(body), "Content-Type": "application/json"}
+    async with http.post(f"{base}/slack/events", data=body, headers=headers) as response:
+        assert response.status == 200
+
+
+def test_slack_web_api_calls_share_one_connection_pool(clean_env: pytest.MonkeyPatch) -> None:
+    """Replies reuse connections: slack_sdk opened a session and a TCP connection per call, which under a
+    burst of replies cost the event loop more than the replies and delayed every ack behind them."""
+
+    async def scenario() -> None:
+        async with FakeSlack(BOT_TOKEN) as fake:
+            clean_env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+            clean_env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+            clean_env.setenv("SLACK_API_URL", fake.api_url)
+            service = Service(settings(), ["slack"], slack_http=True)
+            task, base = await started(service)
+            async with aiohttp.ClientSession() as http:
+                for number in range(4):
+                    await post_mention(http, base, number)
+                    await fake.wait_for_calls("chat.postMessage", number + 1)
+            posts = fake.calls_to("chat.postMessage")
+            assert [post.body["channel"] for post in posts] == [CHANNEL] * 4
+            assert len({post.peer for post in posts}) == 1
+            await stopped(service, task)
+
+    asyncio.run(scenario())
+
+
+def test_stopping_lets_a_slack_reply_in_flight_finish(clean_env: pytest.MonkeyPatch) -> None:
+    """A reply retried after Slack's 429 while the service stops is still posted: the shared connection pool
+    closes only after the replies in flight."""
+
+    async def scenario() -> None:
+        async with FakeSlack(BOT_TOKEN) as fake:
+            clean_env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+            clean_env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+            clean_env.setenv("SLACK_API_URL", fake.api_url)
+            service = Service(settings(panicbot_shutdown_grace_seconds=5), ["slack"], slack_http=True)
+            task, base = await started(service)
+            fake.rate_limit("chat.postMessage", retry_after=1)
+            async with aiohttp.ClientSession() as http:
+                await post_mention(http, base, 1)
+            await fake.wait_for_calls("chat.postMessage", ok_only=False)
+            await stopped(service, task)
+            [posted] = fake.calls_to("chat.postMessage", ok_only=True)
+            assert posted.body["channel"] == CHANNEL
 
     asyncio.run(scenario())
 

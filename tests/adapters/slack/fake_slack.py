@@ -46,6 +46,7 @@ class Call:
     error: str | None = None
     response: dict[str, Any] = field(default_factory=dict)
     at: float = field(default_factory=time.monotonic)
+    peer: tuple[str, int] | None = None  # the client's address and port: one per connection
 
     @property
     def ok(self) -> bool:
@@ -227,7 +228,7 @@ class FakeSlack:
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         body = await _parsed_body(request)
-        call = Call(method, body, dict(request.headers), request.path)
+        call = Call(method, body, dict(request.headers), request.path, peer=_peer(request))
         self.calls.append(call)
         status, payload, headers = self._answer(method, body, request.headers.get("Authorization", ""))
         call.status, call.error = status, None if payload.get("ok") else payload.get("error")
@@ -347,6 +348,11 @@ class FakeSlack:
         ]
         limit = int(body.get("limit") or 1000)
         return {"ok": True, "messages": thread[:limit], "has_more": len(thread) > limit}
+
+
+def _peer(request: web.Request) -> tuple[str, int] | None:
+    peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+    return (str(peer[0]), int(peer[1])) if peer else None
 
 
 async def _parsed_body(request: web.Request) -> dict[str, Any]:

@@ -17,10 +17,15 @@ from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.settings import load_slack_settings
 from bot.lookup import PanicLookup
 from bot.records import default_catalog
+from tests.adapters.slack.fake_slack import FakeSlack
 from tests.adapters.slack.test_app import (
     AVG_POOL_PASTE,
+    AVG_POOL_TITLE,
+    BOT_TOKEN,
     SIGNING_SECRET,
     Harness,
+    header,
+    mention_event,
     running,
     signed,
     slash_command,
@@ -42,6 +47,8 @@ MALFORMED = {
     "invalid-utf8-json": (b'{"type": "\xff"}', JSON),
     "form-sent-as-json": (b"token=x&team_id=T1&command=%2Fpanic&text=hi", JSON),
     "deeply-nested-json": (b"[" * 100_000 + b"]" * 100_000, JSON),
+    # Deeper than any payload of Slack's, yet within what the parser itself accepts.
+    "nested-json-100": (b'{"a":' * 100 + b"1" + b"}" * 100, JSON),
 }
 BAD_TIMESTAMPS = ["abc", "", "1e9", "0x10", " 1", "1_000", "١٢٣", "-1", "99999999999999999999999"]
 MARKER = "PANICBOT-MARKER-7f3a9c"
@@ -228,6 +235,21 @@ def test_signed_bodies_of_odd_shapes_never_get_a_500(slack_env: pytest.MonkeyPat
     run(scenario())
 
 
+def test_brackets_inside_a_pasted_text_are_not_nesting(slack_env: pytest.MonkeyPatch) -> None:
+    """A paste holding a tensor printout or a long run of `[` is text, not nesting: it is answered (a
+    character scan of the body used to count them and refused the request with a 400)."""
+    paste = f"{AVG_POOL_PASTE}\nvalues: " + "[" * 200 + "0.5" + "]" * 200
+
+    async def scenario() -> None:
+        async with running(slack_env) as h:
+            reply = await h.event(mention_event(paste))
+            assert reply.status == 200
+            [post] = await h.fake.wait_for_calls("chat.postMessage")
+            assert header(post) == AVG_POOL_TITLE
+
+    run(scenario())
+
+
 # -- 2. no body in any log line ----------------------------------------------------------------------------
 
 
@@ -251,21 +273,43 @@ def test_a_bad_signature_request_body_is_in_no_log_line(
     assert sum(len(line) for _, _, line in every_log.lines) < 20_000
 
 
-def test_bolt_itself_logs_no_body_on_a_bad_signature(
+def test_bolt_refuses_a_request_the_route_did_not_check_and_logs_no_body(
     slack_env: pytest.MonkeyPatch, every_log: Everything
 ) -> None:
-    """Behind the route Bolt checks the signature again; its refusal (INFO, with the whole body) is muted."""
-    slack_env.setenv("SLACK_BOT_TOKEN", "xoxb-test-1234-5678-NotARealToken")
-    slack_env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-    slack_env.setenv("SLACK_API_URL", "http://127.0.0.1:9/api/")
-    settings = load_slack_settings(http_mode=True)
-    app = build_slack_app(settings, PanicLookup(default_catalog()), SlackState())
-    body = f"token=x&command=%2Fpanic&text={MARKER}"
+    """Bolt no longer hashes every body a second time, but a request that reached it without the route's
+    signature check (no `SIGNATURE_CHECKED` mark) is still refused with a 401, its body in no log line."""
 
     async def scenario() -> None:
-        request = AsyncBoltRequest(body=body, headers={**signed(body, secret="forged"), "Content-Type": FORM})
-        response = await app.async_dispatch(request)
-        assert response.status == 401
+        async with FakeSlack(BOT_TOKEN) as fake:
+            slack_env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+            slack_env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+            slack_env.setenv("SLACK_API_URL", fake.api_url)
+            settings = load_slack_settings(http_mode=True)
+            app = build_slack_app(settings, PanicLookup(default_catalog()), SlackState())
+            body = f"token=x&command=%2Fpanic&text={MARKER}"
+            for secret in ("forged", SIGNING_SECRET):  # even a good signature: only the route checks
+                request = AsyncBoltRequest(
+                    body=body, headers={**signed(body, secret=secret), "Content-Type": FORM}
+                )
+                response = await app.async_dispatch(request)
+                assert response.status == 401
+            assert fake.calls_to("chat.postMessage") == [] and fake.responses() == []
 
     run(scenario())
     assert MARKER not in every_log.text()
+
+
+def test_a_checked_request_is_hashed_once(slack_env: pytest.MonkeyPatch) -> None:
+    """The route's check is the only one: Bolt's verifier hashed every body again on the event loop."""
+
+    def no_second_check(*_: object, **__: object) -> bool:
+        raise AssertionError("Bolt verified a signature the route had checked")
+
+    slack_env.setattr("slack_sdk.signature.SignatureVerifier.is_valid", no_second_check)
+
+    async def scenario() -> None:
+        async with running(slack_env) as h:
+            answer = await h.answer(AVG_POOL_PASTE)
+            assert answer.body["response_type"] == "ephemeral"
+
+    run(scenario())
