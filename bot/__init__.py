@@ -11,6 +11,7 @@ from bot.card import Card, build_card, confidence_percent, context_line, render_
 from bot.extract import Panic
 from bot.lookup import AnswerSite, PanicLookup, result_json
 from bot.matcher import LookupResult, Match, Matcher, Reason
+from bot.reading import PasteReading, read_paste
 from bot.records import Catalog, Record, default_catalog, load_catalog
 from bot.redact import redact
 
@@ -25,6 +26,7 @@ __all__ = [
     "Matcher",
     "Panic",
     "PanicLookup",
+    "PasteReading",
     "Reason",
     "Record",
     "build_card",
@@ -32,6 +34,7 @@ __all__ = [
     "context_line",
     "default_catalog",
     "load_catalog",
+    "read_paste",
     "redact",
     "render_markdown",
     "result_json",
@@ -48,6 +51,9 @@ class Lookup(Protocol):
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
         """The matches for a paste or typed words; never raises on text."""
+
+    def lookup_reading(self, reading: PasteReading, limit: int = 5) -> LookupResult:
+        """`lookup` of a paste already read by `read_paste` (a large one may be read in another process)."""
 
     def card(self, result: LookupResult, match: Match | None = None) -> Card | None:
         """The card for `match` (default: the answer); None when no known record answers."""

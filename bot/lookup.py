@@ -14,8 +14,9 @@ from bot.harvest import crate_of, github_url
 from bot.lint import analysis_is_suspect
 from bot.matcher import LookupResult, Match, Matcher, Reason
 from bot.paths import common_suffix_length, path_parts
+from bot.reading import PasteReading, read_paste
 from bot.records import Catalog, Record
-from bot.releases import CheckoutHint, Release, ReleaseTable, Site, VersionHint, hint_from_path, hints_in_text
+from bot.releases import CheckoutHint, Release, ReleaseTable, Site, VersionHint, hint_from_path
 from bot.rust_messages import split_format_string
 
 # A panic at the exact line of a site of the release it names, with no message matched: the answer, never
@@ -48,16 +49,20 @@ class PanicLookup:
         self.under_review = frozenset(r.id for r in self.matcher.records if analysis_is_suspect(r))
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
+        return self.lookup_reading(read_paste(text, versions=bool(self.catalog.releases)), limit)
+
+    def lookup_reading(self, reading: PasteReading, limit: int = 5) -> LookupResult:
+        """`lookup` of a paste already read (`bot.reading.read_paste`, maybe in another process)."""
         if not self.catalog.releases:
-            result = self.matcher.lookup(text, limit=limit)
+            result = self.matcher.lookup_extraction(reading.extraction, limit=limit)
             if result.auto_reply and result.best is not None and is_runtime(result.best.record):
                 result = dataclasses.replace(result, auto_reply=False)  # no harvested site to name
             return dataclasses.replace(result, matches=_shown(result.matches))
         # A few more candidates than shown: the site of the pasted release may rank just below them.
-        result = self.matcher.lookup(text, limit=limit + RELEASE_EXTRA_CANDIDATES)
+        result = self.matcher.lookup_extraction(reading.extraction, limit=limit + RELEASE_EXTRA_CANDIDATES)
         if not result.panics:
             return result
-        hints = tuple(hints_in_text(text))
+        hints = reading.version_hints
         if hints:
             result = dataclasses.replace(result, version_hints=hints)
         result = self._cause_by_site(result)

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from bot.extract import Location, Panic, extract, root_panic_index
+from bot.extract import Extraction, Location, Panic, extract, root_panic_index
 from bot.paths import common_suffix_length, path_parts
 from bot.patterns import (
     REGEX_SET_SIZE,
@@ -345,7 +345,10 @@ class Matcher:
         """Rank the catalog for the panics in `text`. The answer is for the first panic with a known record,
         causes before echoes: a panic that follows from another (a PoisonError unwrap, a relaying
         `CallError`) is answered only when no cause in the paste has a record."""
-        extraction = extract(text)
+        return self.lookup_extraction(extract(text), limit)
+
+    def lookup_extraction(self, extraction: Extraction, limit: int = MAX_RESULTS) -> LookupResult:
+        """`lookup` of a paste already extracted (`bot.extract.extract`), maybe in another process."""
         panics = extraction.panics
         if not panics:
             return LookupResult(panics, (), None, False, truncated=extraction.truncated)

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from adapters.answers import follow_edit, paste_digest, unasked_card, undo_edit
+from adapters.chat.paste_readers import LARGE_PASTE_CHARS, PasteReaders
 from adapters.chat.replies import REPLY_TTL_SECONDS, PostedReply
 from adapters.local_memory import (
     Clock,
@@ -29,7 +30,7 @@ from adapters.local_memory import (
 )
 from adapters.observe import Observer, Observers
 from adapters.redis_memory import RATE_LIMITED_MESSAGE, RateLimit
-from bot import Card, Lookup, LookupResult, Match
+from bot import Card, Lookup, LookupResult, Match, PasteReading
 
 K = TypeVar("K", bound=Hashable)
 M = TypeVar("M")
@@ -44,6 +45,9 @@ VOTE_FAILED_MESSAGE = "Your vote could not be saved; try again later."
 # back every switch interval, and two threads keep the default executor (DNS, votes) free.
 LOOKUP_THREADS = 2
 _LOOKUPS = ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="panicbot-lookup")
+# A large paste is read in a worker process first (adapters/chat/paste_readers.py): its lookup thread then
+# holds the GIL only for the short part.
+PASTE_READERS = PasteReaders()
 # Unasked lookups queued or running per channel; beyond, a paste is dropped (counted): no per-user limit
 # holds this path back, so one noisy channel must not queue work for everyone.
 UNASKED_PER_CHANNEL = 4
@@ -246,12 +250,23 @@ class ChatFlows(Generic[K]):
         return result
 
     async def lookup_off_loop(self, text: str, limit: int = 5, *, observed: bool = True) -> LookupResult:
-        """The core's lookup in the lookup pool; reported to the observers from the loop (unless not
-        `observed`: a probe whose text is looked up again, and counted, afterwards)."""
+        """The core's lookup in the lookup pool, a large paste read in a worker process first; reported to
+        the observers from the loop (unless not `observed`: a probe whose text is looked up again, and
+        counted, afterwards)."""
+        reading: PasteReading | None = None
+        read_seconds = 0.0
+        if len(text) >= LARGE_PASTE_CHARS:
+            started = time.perf_counter()
+            reading = await PASTE_READERS.read(text)
+            read_seconds = time.perf_counter() - started
 
         def timed() -> tuple[LookupResult, float]:
             started = time.perf_counter()
-            return self.service.lookup(text, limit=limit), time.perf_counter() - started
+            if reading is None:
+                result = self.service.lookup(text, limit=limit)
+            else:
+                result = self.service.lookup_reading(reading, limit=limit)
+            return result, read_seconds + time.perf_counter() - started
 
         loop = asyncio.get_running_loop()
         result, seconds = await loop.run_in_executor(_LOOKUPS, timed)

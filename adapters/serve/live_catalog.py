@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.serve.logs import log_summary
-from bot import Card, Lookup, LookupResult, Match, Matcher, PanicLookup, Record
+from bot import Card, Lookup, LookupResult, Match, Matcher, PanicLookup, PasteReading, Record
 from bot.records import Catalog, catalog_files, default_catalog, load_catalog
 
 log = logging.getLogger("panicbot.catalog")
@@ -94,6 +94,9 @@ class LiveLookup(Lookup):
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
         return self.current.lookup(text, limit=limit)
+
+    def lookup_reading(self, reading: PasteReading, limit: int = 5) -> LookupResult:
+        return self.current.lookup_reading(reading, limit=limit)
 
     def card(self, result: LookupResult, match: Match | None = None) -> Card | None:
         return self.current.card(result, match)

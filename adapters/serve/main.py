@@ -18,6 +18,7 @@ from prometheus_client import Gauge
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import SettingsConfigDict
 
+from adapters.chat.flows import PASTE_READERS
 from adapters.console.settings import ConsoleSettings
 from adapters.observe import Observer, Observers
 from adapters.platforms import Platform, ServeOptions, platform
@@ -335,6 +336,8 @@ class Service:
         for chat, settings in self.platform_settings:
             self.states[chat.name] = await chat.start(self, settings, self.options)
             self._count_drops(chat.name, self.states[chat.name])
+        if self.platform_settings:
+            PASTE_READERS.warm()  # the reader process of large pastes starts now, not on the first one
         runner = web.AppRunner(
             self.web_app,
             shutdown_timeout=self.settings.panicbot_shutdown_grace_seconds,
@@ -407,6 +410,7 @@ class Service:
         await runner.cleanup()  # waits up to shutdown_timeout for requests in flight
         for drain in self._drains:
             await drain(grace)  # replies already acknowledged get their answer
+        await asyncio.to_thread(PASTE_READERS.close)
         await asyncio.to_thread(self.store_observer.close)
         log.info("stopped")
 

@@ -11,7 +11,7 @@ from typing import Any
 from adapters.chat import flows as chat_flows
 from adapters.chat.flows import ChatFlows, ChatState, Paste
 from adapters.chat.replies import PostedReply
-from bot import LookupResult
+from bot import LookupResult, PasteReading
 
 LOOKUP_SECONDS = 0.15
 
@@ -28,6 +28,10 @@ class SlowLookup:
             self.started += 1
         time.sleep(LOOKUP_SECONDS)
         return LookupResult(panics=(), matches=(), answer_panic=None, auto_reply=False)
+
+    def lookup_reading(self, reading: PasteReading, limit: int = 5) -> LookupResult:
+        """A large paste, read in a worker process first: the lookup proper is as slow."""
+        return self.lookup("", limit)
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"the flows asked the core for {name} on an unanswerable lookup")
