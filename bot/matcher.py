@@ -74,6 +74,7 @@ TEXT_ANSWER_QUERY_TEXT = 0.75
 TEXT_ANSWER_PANIC = 0.9
 # A rival of such an answer, within a point of its score, needs a similarity of about 0.78: this coverage.
 RIVAL_MIN_COVERAGE = 0.5
+UNORDERED_WORDS_CREDIT = 0.97  # of a text holding a typed fragment's words, but not as typed
 MAX_QUERY_CHARS = 16_000  # a message with a long Debug value in it still matches its pattern
 MAX_RESULTS = 5
 SIGNATURE_BITS = 128  # of a pattern's word signature (two bits a word)
@@ -323,7 +324,8 @@ class Matcher:
                 self._paths_by_ending.setdefault(parts[-2:], []).append(parts)
         by_length: dict[int, list[str]] = defaultdict(list)
         for token in order:
-            by_length[len(token)].append(token)
+            if not token[0].isdigit():  # a number is never a typo of a word
+                by_length[len(token)].append(token)
         for length in range(NEAR_MIN_LENGTH, max(by_length, default=0) + 3):
             pool = [token for near in range(length - 2, length + 3) for token in by_length.get(near, ())]
             if pool:
@@ -565,27 +567,9 @@ class Matcher:
         words, total = self._query_words(query)
         if not words:
             return
-        weighted: dict[str, float] = {}
-        for query_word in words:
-            for reading, credit in query_word.readings:
-                weighted[reading] = max(weighted.get(reading, 0.0), query_word.weight * credit)
-        postings: list[npt.NDArray[np.uint32]] = []
-        weights: list[float] = []
-        for word, weight in sorted(weighted.items(), key=lambda item: len(self._postings[item[0]])):
-            posting = self._postings[word]
-            if len(posting) > COMMON_TOKEN_POSTINGS:
-                if postings:
-                    continue
-                # Every word is common ("op in u32"): the query says little; a bounded slice keeps it cheap.
-                posting = posting[:COMMON_TOKEN_POSTINGS]
-            postings.append(np.frombuffer(posting, dtype=_RECORD_ID))
-            weights.append(weight)
-        if not postings:
+        ids, sums = self._word_sums(words)
+        if not len(ids):
             return
-        # Each record's summed word weights, in numpy: thousands of postings cost microseconds.
-        ids, positions = np.unique(np.concatenate(postings), return_inverse=True)
-        per_posting = np.repeat(weights, [len(p) for p in postings])
-        sums = np.bincount(positions, weights=per_posting).astype(np.float64, copy=False)
         # A short query is a typed one: each of its words is then credited by the candidate's closest word
         # (a typo of one word can make another, "mut" for "must"), and common words left out of the sums
         # above count too. A long text keeps the sums: aligning each of its words would cost too much.
@@ -622,6 +606,49 @@ class Matcher:
             elif similarity > kept[0]:
                 heapq.heapreplace(kept, similarity)
 
+    def _word_sums(self, words: list[_QueryWord]) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
+        """The candidate records of a query (sorted ids) and each one's summed weights of every reading of
+        the query's words it holds. Candidates are the records holding a reading of a rarer word: one whose
+        likeliest reading is in at most COMMON_TOKEN_POSTINGS records, else the rarest word. A common word
+        brings no candidates but adds its weight to the candidates that hold it (a binary search per
+        candidate): at 100k records "max: unsupported mask" is three common words, and the one record
+        holding all three must outscore the thousands holding one. A typo's readings go together: "shhape"
+        brings the records of "shape" as well as those of "share", or a weaker, rarer reading alone would
+        pick the candidates."""
+        weighted: dict[str, float] = {}
+        bearing: set[str] = set()  # the readings that bring candidates
+        for position, query_word in enumerate(sorted(words, key=self._likeliest_posting_length)):
+            if not query_word.readings:
+                continue
+            brings = position == 0 or self._likeliest_posting_length(query_word) <= COMMON_TOKEN_POSTINGS
+            for reading, credit in query_word.readings:
+                weighted[reading] = max(weighted.get(reading, 0.0), query_word.weight * credit)
+                if brings:
+                    bearing.add(reading)
+        rare = [reading for reading in weighted if reading in bearing]
+        if not rare:
+            return np.zeros(0, dtype=_RECORD_ID), np.zeros(0, dtype=np.float64)
+        postings = [np.frombuffer(self._postings[reading], dtype=_RECORD_ID) for reading in rare]
+        if len(postings) == 1:  # one posting is sorted and unique already
+            ids = postings[0]
+            sums = np.full(len(ids), weighted[rare[0]], dtype=np.float64)
+        else:
+            # Each record's summed word weights, in numpy: thousands of postings cost microseconds.
+            ids, positions = np.unique(np.concatenate(postings), return_inverse=True)
+            per_posting = np.repeat([weighted[reading] for reading in rare], [len(p) for p in postings])
+            sums = np.bincount(positions, weights=per_posting).astype(np.float64, copy=False)
+        for reading, weight in weighted.items():
+            if reading in bearing:
+                continue
+            posting = np.frombuffer(self._postings[reading], dtype=_RECORD_ID)
+            at = np.minimum(np.searchsorted(posting, ids), len(posting) - 1)
+            sums = sums + weight * (posting[at] == ids)
+        return ids, sums
+
+    def _likeliest_posting_length(self, query_word: _QueryWord) -> int:
+        """How many records hold the query word's likeliest reading (none: no record)."""
+        return len(self._postings[query_word.readings[0][0]]) if query_word.readings else 0
+
     def _query_words(self, query: str) -> tuple[list[_QueryWord], float]:
         """Query words with IDF weights and their readings (an unknown word read as its closest indexed
         words), and the weight of the whole query: words the catalog lacks count against every record."""
@@ -637,6 +664,8 @@ class Matcher:
                 words.append(_QueryWord(word, weight, 1.0, ((word, 1.0),)))
                 total += weight
                 continue
+            if word[0].isdigit():
+                continue  # a number no record holds: a value of the user's, not a word of a message
             near_words = self._near_words(word) if len(word) >= NEAR_MIN_LENGTH else []
             if not near_words:
                 weight = unknown_weight if len(word) >= 4 else unknown_weight / 2
@@ -874,7 +903,10 @@ def _text_similarity(query: str, literal: str, cutoff: float = 0.0) -> float:
         score = fuzz.partial_ratio(query, literal, score_cutoff=least)
     else:
         score = fuzz.ratio(query, literal, score_cutoff=least)
-    return max(score, fuzz.token_set_ratio(query, literal, score_cutoff=least)) / 100.0
+    # The same words in another order explain a typed fragment a little less than the fragment itself: of
+    # two messages holding all its words, the one holding them as typed comes first.
+    unordered = fuzz.token_set_ratio(query, literal, score_cutoff=least) * UNORDERED_WORDS_CREDIT
+    return max(score, unordered) / 100.0
 
 
 def _rival(

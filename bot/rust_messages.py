@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{[^{}\n]*\}")
-_TOKEN = re.compile(r"[a-z]{2,}")
+# Words of two letters or more, and numbers of three digits or more (`op_82239`, `4096`): a number is
+# part of a message's text as a word is, and tells near-identical messages apart.
+_TOKEN = re.compile(r"[a-z]{2,}|[0-9]{3,}")
 _ESCAPE_TABLE = str.maketrans({char: "\\" + char for char in ".^$*+?()[]{}|\\"})
 
 _RUNTIME_PREFIXES = (
@@ -49,7 +51,8 @@ def specificity(segments: list[str]) -> int:
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-case words of two letters or more: the unit of the token index and of typo correction."""
+    """Lower-case words of two letters or more and numbers of three digits or more: the unit of the token
+    index and of typo correction (numbers are never corrected)."""
     return _TOKEN.findall(text.lower())
 
 

@@ -417,3 +417,74 @@ def test_regexes_are_found_by_a_set_and_compile_only_when_met(monkeypatch: pytes
     patterns.compile_pattern.cache_clear()
     matcher.lookup("thread 'main' panicked at src/main.rs:3:5:\nsomething else entirely")
     assert patterns.compile_pattern.cache_info().misses == 0
+
+
+# -- typed queries in a large catalog ------------------------------------------------------------------------
+
+
+def crowd(words: list[str], count: int) -> list[Record]:
+    """`count` records per word, each message holding that word and filler: every word is common (held by
+    more than COMMON_TOKEN_POSTINGS records), as in a catalog of 100k records."""
+    return [
+        record(
+            f"{word}-{n}",
+            f"{word} problem in stage {chr(97 + n % 26)}{chr(97 + n // 26 % 26)}z",
+            f"s/{n}.rs",
+            n,
+        )
+        for word in words
+        for n in range(count)
+    ]
+
+
+def test_a_typed_query_of_common_words_finds_the_one_record_holding_them_all() -> None:
+    """Each of "max", "unsupported" and "mask" is in over 1,000 records: the one record holding all three was
+    left out of the candidates (only the rarest word's first 1,000 records were read), so the answer was
+    "no known record" or another message."""
+    from bot.matcher import COMMON_TOKEN_POSTINGS
+
+    target = record("target", "max: unsupported mask {:?}", "crates/burn-x/src/mask.rs", 7)
+    records = [*crowd(["max", "unsupported", "mask"], COMMON_TOKEN_POSTINGS + 200), target]
+    large = Matcher(records)
+    for typed in ("max: unsupported mask", "max: unssupported mask", "Max unsupported msak"):
+        result = large.lookup(typed)
+        assert result.best is not None and result.best.record.id == "target", typed
+
+
+def test_a_typo_brings_the_records_of_its_likeliest_reading_even_when_a_weaker_one_is_rarer() -> None:
+    """ "shhape" reads as "shape" (common) and as "share" (rare): the candidates came from "share" alone."""
+    from bot.matcher import COMMON_TOKEN_POSTINGS
+
+    target = record("target", "scatter_add: shape not at dim {}", "crates/burn-x/src/scatter.rs", 3)
+    rare_reading = [record(f"share-{n}", f"share of op {n}", f"t/{n}.rs", n) for n in range(40)]
+    common = ["shape", "scatter", "add", "not", "at", "dim"]
+    records = [*crowd(common, COMMON_TOKEN_POSTINGS + 100), *rare_reading, target]
+    result = Matcher(records).lookup("scatter_add: shhape not at dim")
+    assert result.best is not None and result.best.record.id == "target"
+
+
+def test_numbers_in_a_message_tell_near_identical_messages_apart() -> None:
+    """Without its number, "must be positive (in `op_517`)" is one of 300 messages alike, in a catalog where
+    each of its words is common: a typed query read only a few dozen of them, never the one typed."""
+    from bot.matcher import COMMON_TOKEN_POSTINGS
+
+    near = [
+        record(f"op-{n}", f"must be positive (in `op_{n}`)", f"crates/x/src/{n}.rs", n)
+        for n in range(300, 600)
+    ]
+    numbered = Matcher([*crowd(["must", "positive"], COMMON_TOKEN_POSTINGS + 100), *near])
+    result = numbered.lookup("must be postive (in op_517)")
+    assert result.best is not None and result.best.record.id == "op-517"
+    # A number no record holds is a value of the user's, not a word the records lack: the ranking stays.
+    plain, valued = numbered.lookup("must be positive"), numbered.lookup("must be positive 4096")
+    assert [m.record.id for m in plain.matches] == [m.record.id for m in valued.matches]
+    assert valued.best is not None
+
+
+def test_of_two_messages_holding_a_typed_fragment_the_one_holding_it_as_typed_comes_first() -> None:
+    records = [
+        record("shuffled", "Squeeze_dims of cross-entropy have to be positive.", "a/x.rs", 1),
+        record("as-typed", "Weights of cross-entropy squeeze_dims to be positive.", "a/y.rs", 2),
+    ]
+    result = Matcher(records).lookup("cross-entropy squeeze_dims to be")
+    assert result.best is not None and result.best.record.id == "as-typed"
