@@ -1,5 +1,6 @@
 """Suggestions while someone types a query: records whose message contains the text typed, then records with a
-tag starting with it. Built once per catalog; a keystroke reads a few postings instead of every record."""
+tag starting with it. Built once per catalog; a keystroke reads a few postings instead of every record, and
+finds the vocabulary words holding a typed fragment through a trigram index instead of reading every word."""
 
 from __future__ import annotations
 
@@ -20,6 +21,16 @@ _WORD = re.compile(r"\w+")
 FRAGMENT_CACHE = 4_096
 # A fragment found in more than 1/COMMON_FRACTION of the vocabulary narrows nothing: every record is read.
 COMMON_FRACTION = 8
+# Up to this many records, every keystroke is answered as a scan of every record would answer it. In a larger
+# catalog, the messages that start with the query come first: the earliest place a query can be, so when they
+# are `limit` or more the answer is still the scan's (two letters typed into a million records); otherwise
+# they are ranked with the candidates of READ_BUDGET.
+FULL_SCAN_RECORDS = 20_000
+# In a larger catalog a keystroke reads at most this many candidate records (the first, in catalog order)
+# besides the messages that start with the query: a common fragment ("con") is in tens of thousands.
+READ_BUDGET = 1_500
+GRAM = 3  # characters of the vocabulary index's keys; a shorter fragment narrows nothing
+_CODE_BITS = 21  # a Unicode code point
 
 
 class Autocomplete:
@@ -38,6 +49,10 @@ class Autocomplete:
                 tags[tag].append(position)
         self._postings = {word: np.array(ids, dtype=np.int64) for word, ids in postings.items()}
         self._vocabulary = list(self._postings)
+        self._grams, self._gram_starts, self._gram_words = _trigram_index(self._vocabulary)
+        # Record positions in the order of their messages, to find the messages that start with a query.
+        self._by_start = sorted(range(len(self._messages)), key=self._messages.__getitem__)
+        self._starts_sorted = [self._messages[i] for i in self._by_start]
         self._tags = sorted(tags)
         self._tag_postings = [tags[tag] for tag in self._tags]
         self._analysed_first = sorted(
@@ -48,12 +63,47 @@ class Autocomplete:
     def _records_holding(self, fragment: str) -> npt.NDArray[np.int64] | None:
         """Positions of the records with a message word that contains `fragment` (a run of word chars);
         None when so many words hold it (a letter or two) that reading every record is cheaper."""
-        words = [word for word in self._vocabulary if fragment in word]
-        if len(words) > len(self._vocabulary) // COMMON_FRACTION:
+        words = self._words_holding(fragment)
+        if words is None or len(words) > len(self._vocabulary) // COMMON_FRACTION:
             return None
         if not words:
             return np.empty(0, dtype=np.int64)
-        return np.unique(np.concatenate([self._postings[word] for word in words]))
+        postings = [self._postings[word] for word in words]
+        if (
+            len(self.records) > FULL_SCAN_RECORDS
+            and sum(map(len, postings)) > len(self.records) // COMMON_FRACTION
+        ):
+            return None  # a few common words ("con" in "cannot" and "contiguous"): it narrows little
+        return np.unique(np.concatenate(postings))
+
+    def _words_holding(self, fragment: str) -> list[str] | None:
+        """The vocabulary words containing `fragment`: those holding each of its trigrams, checked. None for a
+        fragment shorter than a trigram."""
+        if len(fragment) < GRAM:
+            return None
+        candidates: npt.NDArray[np.uint32] | None = None
+        for code in sorted(set(_codes(fragment).tolist())):
+            at = int(np.searchsorted(self._grams, code))
+            if at == len(self._grams) or self._grams[at] != code:
+                return []
+            holding = self._gram_words[self._gram_starts[at] : self._gram_starts[at + 1]]
+            candidates = (
+                holding if candidates is None else np.intersect1d(candidates, holding, assume_unique=True)
+            )
+            if not len(candidates):
+                return []
+        vocabulary = self._vocabulary
+        assert candidates is not None
+        return [vocabulary[i] for i in candidates.tolist() if fragment in vocabulary[i]]
+
+    def _starting_with(self, query: str, limit: int | None) -> list[int]:
+        """Positions of the records whose message starts with `query`, in catalog order (first `limit`)."""
+        low = bisect.bisect_left(self._starts_sorted, query)
+        high = bisect.bisect_left(self._starts_sorted, query + "\U0010ffff", low)
+        positions = self._by_start[low:high]
+        if limit is not None and len(positions) > limit:
+            return heapq.nsmallest(limit, positions)
+        return sorted(positions)
 
     def by_message(self, query: str, limit: int | None = None) -> list[Record]:
         """Records whose message contains `query` (lower case), earliest occurrence first, then in catalog
@@ -67,10 +117,24 @@ class Autocomplete:
             candidates = (
                 holding if candidates is None else np.intersect1d(candidates, holding, assume_unique=True)
             )
-        positions: Sequence[int] = range(len(self.records)) if candidates is None else candidates.tolist()
         messages = self._messages
-        found = ((messages[i].find(query), i) for i in positions if query in messages[i])
-        ranked = sorted(found) if limit is None else heapq.nsmallest(limit, found)
+        if limit is not None and len(self.records) > FULL_SCAN_RECORDS:
+            starting = self._starting_with(query, limit)
+            if len(starting) == limit:
+                return [self.records[i] for i in starting]  # nothing can come before them
+            read = (
+                range(min(len(self.records), READ_BUDGET))
+                if candidates is None
+                else candidates[:READ_BUDGET].tolist()
+            )
+            found = [(0, i) for i in starting]
+            found += [
+                (messages[i].find(query), i) for i in read if i not in starting and query in messages[i]
+            ]
+            return [self.records[i] for _, i in heapq.nsmallest(limit, found)]
+        positions: Sequence[int] = range(len(self.records)) if candidates is None else candidates.tolist()
+        found_all = ((messages[i].find(query), i) for i in positions if query in messages[i])
+        ranked = sorted(found_all) if limit is None else heapq.nsmallest(limit, found_all)
         return [self.records[i] for _, i in ranked]
 
     def by_tag(self, query: str) -> list[Record]:
@@ -86,3 +150,35 @@ class Autocomplete:
     def analysed_first(self, limit: int) -> list[Record]:
         """What an empty query offers: analysed records first, in catalog order."""
         return [self.records[i] for i in self._analysed_first[:limit]]
+
+
+def _codes(text: str) -> npt.NDArray[np.uint64]:
+    """The code of each trigram of `text`, in order (three code points in one integer)."""
+    points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    shift = np.uint64(_CODE_BITS)
+    codes: npt.NDArray[np.uint64] = (points[:-2] << (shift + shift)) | (points[1:-1] << shift) | points[2:]
+    return codes
+
+
+def _trigram_index(
+    vocabulary: list[str],
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+    """For each trigram of the vocabulary (sorted codes), the words holding it: `words[starts[k]:starts[k+1]]`
+    are the sorted, distinct word numbers of `grams[k]`. Built in numpy over the joined vocabulary."""
+    if not vocabulary:
+        return np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros(0, np.uint32)
+    joined = "\x00".join(vocabulary)  # word characters never include NUL: no trigram spans two words
+    codes = _codes(joined) if len(joined) >= GRAM else np.zeros(0, np.uint64)
+    lengths = np.fromiter((len(word) + 1 for word in vocabulary), dtype=np.int64, count=len(vocabulary))
+    owner = np.repeat(np.arange(len(vocabulary), dtype=np.uint32), lengths)[: len(codes)]
+    points = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    within = (points[:-2] != 0) & (points[1:-1] != 0) & (points[2:] != 0)
+    codes, owner = codes[within], owner[within]
+    order = np.lexsort((owner, codes))
+    codes, owner = codes[order], owner[order]
+    distinct = np.ones(len(codes), dtype=bool)
+    distinct[1:] = (codes[1:] != codes[:-1]) | (owner[1:] != owner[:-1])
+    codes, owner = codes[distinct], owner[distinct]
+    firsts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.zeros(0, np.int64)
+    starts = np.append(firsts, len(codes)).astype(np.int64)
+    return codes[firsts], starts, owner

@@ -332,11 +332,14 @@ class PanicLookup:
         query = " ".join(current[:AUTOCOMPLETE_QUERY_MAX].split()).lower()
         if not query:
             return self.autocomplete.analysed_first(limit)
-        guessed = [match.record for match in self.lookup(current[:AUTOCOMPLETE_QUERY_MAX], limit=10).matches]
         picked: dict[str, Record] = {}
-        by_message = self.autocomplete.by_message(query, limit)
-        for record in [*by_message, *self.autocomplete.by_tag(query), *guessed]:
+        for record in [*self.autocomplete.by_message(query, limit), *self.autocomplete.by_tag(query)]:
             picked.setdefault(record.id, record)
+            if len(picked) == limit:
+                return list(picked.values())
+        # Fewer than `limit` hold what is typed: the lookup's guesses (a typo, words in another order) follow.
+        for match in self.lookup(current[:AUTOCOMPLETE_QUERY_MAX], limit=10).matches:
+            picked.setdefault(match.record.id, match.record)
             if len(picked) == limit:
                 break
         return list(picked.values())

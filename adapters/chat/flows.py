@@ -34,6 +34,7 @@ from bot import Card, Lookup, LookupResult, Match, PasteReading
 
 K = TypeVar("K", bound=Hashable)
 M = TypeVar("M")
+T = TypeVar("T")
 M_co = TypeVar("M_co", covariant=True)
 
 NO_TEXT_MESSAGE = "That message has no text to explain."
@@ -273,6 +274,10 @@ class ChatFlows(Generic[K]):
         if observed:
             self.state.observer.looked_up(self.platform, result, seconds)
         return result
+
+    async def off_loop(self, work: Callable[[], T]) -> T:
+        """`work` (a call into the core: autocomplete, say) in the lookup pool, never on the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(_LOOKUPS, work)
 
     def too_many(self, user: str) -> bool:
         """True when this user has asked more than the per-user limit allows (one person cannot flood)."""

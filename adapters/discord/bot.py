@@ -8,6 +8,7 @@ returns None: a refused call never crashes the bot and is never retried here (di
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from collections.abc import Sequence
@@ -431,10 +432,9 @@ class PanicHandlers:
             # A catalog's suggestion index is built once, in a thread: never on the event loop.
             await asyncio.to_thread(self.service.suggest, "", 1)
             self._suggests_for = matcher
-        return [
-            app_commands.Choice(name=name, value=value)
-            for name, value in autocomplete_choices(self.service, current)
-        ]
+        # In the lookup pool: a keystroke may run a lookup (the guesses for a typo) over a large catalog.
+        choices = await self.flows.off_loop(functools.partial(autocomplete_choices, self.service, current))
+        return [app_commands.Choice(name=name, value=value) for name, value in choices]
 
     async def on_explain(self, interaction: discord.Interaction[Any], target: discord.Message) -> None:
         """The message command: its target arrives with its content even without the content intent."""

@@ -6,6 +6,8 @@ import time
 from functools import cache
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot import Autocomplete, PanicLookup, Record
 from bot.records import default_catalog
@@ -80,3 +82,68 @@ def test_small_catalog() -> None:
     ]
     word = records[0].errorMessage.lower().split()[0]
     assert records[0] in index.by_message(word)
+
+
+# -- large catalogs ------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_trigram_index_finds_the_words_a_scan_finds(data: st.DataObject) -> None:
+    index = embedded().autocomplete
+    vocabulary = index._vocabulary
+    word = data.draw(st.sampled_from(vocabulary))
+    start = data.draw(st.integers(0, max(0, len(word) - 1)))
+    fragment = data.draw(
+        st.one_of(st.just(word[start : start + 5]), st.text("abcdeilnorst_0123", max_size=6))
+    )
+    found = index._words_holding(fragment)
+    if len(fragment) < 3:
+        assert found is None
+    else:
+        assert found is not None
+        assert sorted(found) == sorted(w for w in vocabulary if fragment in w)
+
+
+def test_a_large_catalog_answers_as_a_scan_where_it_can_and_reads_a_bounded_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above FULL_SCAN_RECORDS a keystroke reads at most READ_BUDGET candidates besides the messages that
+    start with the query: the scan's answer whenever `limit` messages start with it or the candidates fit."""
+    from bot import autocomplete
+
+    monkeypatch.setattr(autocomplete, "FULL_SCAN_RECORDS", 100)
+    monkeypatch.setattr(autocomplete, "READ_BUDGET", 200)
+    records = embedded().matcher.records
+    index = Autocomplete(records)
+    exact = 0
+    for query in (
+        "can",
+        "can't",
+        "unsupported",
+        "differentiate",
+        "avg pool",
+        "tensor",
+        "float_",
+        "index out",
+    ):
+        messages, _ = scanned(records, query)
+        got = [r.id for r in index.by_message(query, 10)]
+        assert len(got) == min(10, len(messages))
+        assert set(got) <= set(messages)  # never a record that does not hold the query
+        starting = sum(1 for r in records if r.errorMessage.lower().startswith(query))
+        holding = index._records_holding(max(query.split(), key=len).strip("'"))
+        if starting >= 10 or (holding is not None and len(holding) <= 200):
+            assert got == messages[:10], query
+            exact += 1
+    assert exact >= 4
+
+
+def test_suggest_reads_no_guesses_when_the_typed_text_fills_the_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    service = PanicLookup(default_catalog())
+
+    def no_lookup(*_: object, **__: object) -> None:
+        raise AssertionError("a lookup ran for a keystroke whose matches filled the list")
+
+    monkeypatch.setattr(service, "lookup", no_lookup)
+    assert len(service.suggest("tensor")) == 25

@@ -1,0 +1,89 @@
+"""Autocomplete keystrokes as the catalog grows: what Discord's `/panic` option costs per keystroke.
+
+Each query is a fragment of a record's message typed one character at a time (3-5 consecutive words, half
+lower-cased); every prefix from the second character on is one keystroke, answered by
+`PanicLookup.suggest` as the Discord adapter calls it. The catalog is the real one plus bench_lookup.py's
+synthetic records. Reports the keystrokes' p50/p99/max and the time to build the autocomplete index (paid on
+the first keystroke), and the CPU p99 (`time.thread_time`: what the keystrokes cost when other work shares
+the cores). Target (issue 15): p99 <= 2 ms at 1M records.
+
+    uv run python bench/autocomplete_scale.py [--sizes 1199,10000,100000] [--queries 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import bench_lookup  # noqa: E402
+from bench.typed_scale import typed_fragment  # noqa: E402
+from bot.lookup import PanicLookup  # noqa: E402
+from bot.records import Catalog, CatalogEntry, Record  # noqa: E402
+
+TARGET_P99_MS = 2.0
+
+
+def keystrokes(records: list[Record], queries: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    typed: list[str] = []
+    while len(typed) < queries:
+        made = typed_fragment(records[rng.randrange(len(records))].errorMessage, rng)
+        if made is not None:
+            typed.append(made[1] if rng.random() < 0.5 else made[1].lower())
+    return [text[:end] for text in typed for end in range(2, len(text) + 1)]
+
+
+def measure(records: list[Record], queries: int, seed: int) -> dict[str, float]:
+    entries = [CatalogEntry(record, None, "synthetic", line) for line, record in enumerate(records, 1)]
+    lookup = PanicLookup(Catalog(entries=entries))
+    started = time.perf_counter()
+    lookup.autocomplete  # noqa: B018  # built on the first keystroke
+    build = time.perf_counter() - started
+    times: list[float] = []
+    cpu: list[float] = []
+    for current in keystrokes(records, queries, seed):
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        lookup.suggest(current)
+        times.append(time.perf_counter() - started)
+        cpu.append(time.thread_time() - started_cpu)
+    times.sort()
+    cpu.sort()
+    return {
+        "keystrokes": len(times),
+        "p50_ms": times[len(times) // 2] * 1000,
+        "p99_ms": times[min(len(times) - 1, int(len(times) * 0.99))] * 1000,
+        "max_ms": times[-1] * 1000,
+        "cpu_p99_ms": cpu[min(len(cpu) - 1, int(len(cpu) * 0.99))] * 1000,
+        "build_s": build,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1199,10000,100000")
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=5)
+    args = parser.parse_args()
+    sizes = bench_lookup.parse_sizes(args.sizes)
+    real, _ = bench_lookup.load_real_records()
+    bases = [record.model_dump() for record in real]
+    synthetic = list(bench_lookup.generate_synthetic(bases, max(0, max(sizes) - len(real)), 7))
+    print(f"{'records':>9} {'keys':>6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'CPU p99':>8} {'index s':>8}")
+    ok = True
+    for size in sizes:
+        row = measure((real + synthetic)[:size], args.queries, args.seed)
+        ok = ok and (size < 1_000_000 or row["p99_ms"] <= TARGET_P99_MS)
+        print(f"{size:>9,} {row['keystrokes']:>6} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} "
+              f"{row['max_ms']:>8.2f} {row['cpu_p99_ms']:>8.2f} {row['build_s']:>8.2f}", flush=True)  # fmt: skip
+    print("PASS: p99 <= 2 ms at 1M records" if ok else "FAIL: p99 > 2 ms at 1M records")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
