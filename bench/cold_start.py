@@ -1,0 +1,120 @@
+"""Cold start and memory as a user meets them: `panicbot lookup --catalog FILE < paste` in a fresh process.
+
+For each catalog size, a JSONL catalog is written to a temporary folder (the real records plus
+bench_lookup.py's synthetic ones, `--shape plain` or `releases`), then `python -m adapters.cli.main lookup`
+is run `--runs` times, each a new process reading one header paste on stdin, with bytecode cached as on a
+user's machine after the first run. Per size: wall time (min and median), CPU time (user + system), and the
+process's peak RSS (`wait4`), whole-process, loading included; RSS per record is measured against a
+one-record catalog run the same way. The embedded catalog (no `--catalog`) is measured too.
+
+    uv run python bench/cold_start.py [--sizes 1,1199,10000,100000] [--runs 5] [--shape plain]
+
+Targets (issue 15): the embedded catalog <= 0.5 s wall; 100k records <= 1.5 s; <= 1.5 KB RSS per record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import bench_lookup  # noqa: E402
+from bot.records import Record  # noqa: E402
+
+PASTE = (
+    "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:915:9:\n"
+    "Can't differentiate deform conv 2d backward.\n"
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
+)
+
+
+def write_catalog(records: list[Record], path: Path) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for record in records:
+            line = {"record": record.model_dump(mode="json", exclude_none=True), "datasetVersion": "bench"}
+            out.write(json.dumps(line) + "\n")
+
+
+def run_once(catalog: Path | None) -> tuple[float, float, int]:
+    """(wall s, CPU s, peak RSS bytes) of one fresh `panicbot lookup`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "panicbot-bench-pycache")
+    env.pop("PANICBOT_CATALOG", None)
+    command = [sys.executable, "-m", "adapters.cli.main", "lookup"]
+    if catalog is not None:
+        command += ["--catalog", str(catalog)]
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None
+    process.stdin.write(PASTE.encode())
+    process.stdin.close()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode not in (0, 1):
+        raise RuntimeError(f"panicbot lookup exited {process.returncode} on {catalog}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
+def measure(catalog: Path | None, runs: int) -> dict[str, float]:
+    run_once(catalog)  # bytecode cached, the file in the page cache: as on a user's second run
+    walls, cpus, peaks = zip(*(run_once(catalog) for _ in range(runs)), strict=True)
+    return {
+        "wall_min": min(walls),
+        "wall_median": statistics.median(walls),
+        "cpu_min": min(cpus),
+        "rss": statistics.median(peaks),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,1199,10000,100000")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--shape", choices=("plain", "releases"), default="plain")
+    args = parser.parse_args()
+    sizes = sorted({1, *bench_lookup.parse_sizes(args.sizes)})
+    real, _ = bench_lookup.load_real_records()
+    bases = [record.model_dump() for record in real]
+    copies = {"releases": 10, "files": 8} if args.shape == "releases" else {}
+    synthetic = list(bench_lookup.generate_synthetic(bases, max(0, max(sizes) - len(real)), 7, **copies))
+    load = os.getloadavg()[0]
+    print(f"fresh `panicbot lookup` per run, {args.runs} runs, shape {args.shape}; load average {load:.2f}")
+    columns = ("wall min s", "wall med s", "CPU min s", "peak RSS MB", "RSS/record")
+    print(f"{'catalog':>12} " + " ".join(f"{name:>11}" for name in columns))
+    embedded = measure(None, args.runs)
+    print(f"{'embedded':>12} {embedded['wall_min']:>11.2f} {embedded['wall_median']:>11.2f} "
+          f"{embedded['cpu_min']:>11.2f} {embedded['rss'] / 2**20:>11.0f}", flush=True)  # fmt: skip
+    base_rss = 0.0
+    with tempfile.TemporaryDirectory(prefix="panicbot-cold-") as folder:
+        for size in sizes:
+            path = Path(folder) / f"catalog-{size}.jsonl"
+            write_catalog((real + synthetic)[:size], path)
+            row = measure(path, args.runs)
+            if size == 1:
+                base_rss = row["rss"]
+            per_record = "" if size == 1 else f"{(row['rss'] - base_rss) / size:,.0f} B"
+            print(f"{size:>12,} {row['wall_min']:>11.2f} {row['wall_median']:>11.2f} {row['cpu_min']:>11.2f} "
+                  f"{row['rss'] / 2**20:>11.0f} {per_record:>11}", flush=True)  # fmt: skip
+            path.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
