@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import gzip
 import json
@@ -199,7 +200,12 @@ def _json_values(text: str) -> Iterable[tuple[int, Any | Exception]]:
             yield 1, whole
             return
     # Not splitlines(): JSON allows U+2028 and friends raw inside strings.
-    for number, line in enumerate(text.split("\n"), start=1):
+    yield from _json_lines(enumerate(text.split("\n"), start=1))
+
+
+def _json_lines(lines: Iterable[tuple[int, str]]) -> Iterable[tuple[int, Any | Exception]]:
+    """(line number, value or the error) for numbered JSONL lines; blank lines skipped."""
+    for number, line in lines:
         if not line.strip():
             continue
         try:
@@ -310,19 +316,25 @@ def decode_catalog_bytes(data: bytes, source: str) -> tuple[str, CatalogProblem 
         return data.decode("utf-8-sig", errors="replace"), problem
 
 
-def parse_side_table(text: str, kind: str, source: str, catalog: Catalog) -> None:
+def parse_side_table(text: str, kind: str, source: str, catalog: Catalog, *, trusted: bool = False) -> None:
     """Add a side table's rows to the catalog's release table; a bad row is reported and skipped. A
-    function table is kept as text until a line is named (most lookups never need it)."""
+    function table is kept as text until a line is named (most lookups never need it). The rows of a
+    `trusted` site table (the embedded catalog's) are parsed, and their sites made, per record on first
+    use."""
     if kind == ".functions":
         catalog.releases.add_function_text(text)
         return
+    if trusted and kind == ".sites":
+        try:
+            catalog.releases.add_trusted_site_text(text, functools.partial(_side_line, source, catalog))
+        except (KeyError, TypeError, ValueError) as exc:
+            catalog.errors.append(CatalogProblem(source, 0, f"bad side table: {exc}"))
+        return
     rows: list[dict[str, Any]] = []
     for line, value in _json_values(text):
-        if isinstance(value, dict):
-            rows.append(value)
-        else:
-            reason = str(value) if isinstance(value, Exception) else "expected a JSON object"
-            catalog.errors.append(CatalogProblem(source, line, reason))
+        row = _side_row(value, line, source, catalog)
+        if row is not None:
+            rows.append(row)
     try:
         if kind == ".releases":
             catalog.releases.add_release_rows(rows)
@@ -330,6 +342,22 @@ def parse_side_table(text: str, kind: str, source: str, catalog: Catalog) -> Non
             catalog.releases.add_site_rows(rows)
     except (KeyError, TypeError, ValueError) as exc:
         catalog.errors.append(CatalogProblem(source, 0, f"bad side table: {exc}"))
+
+
+def _side_line(source: str, catalog: Catalog, number: int, line: str) -> dict[str, Any] | None:
+    """One line of a side table parsed: its row, or None (a blank line, or a bad one, then reported)."""
+    for _, value in _json_lines([(number, line)]):
+        return _side_row(value, number, source, catalog)
+    return None
+
+
+def _side_row(value: Any, line: int, source: str, catalog: Catalog) -> dict[str, Any] | None:
+    """A side table's row, or None when the line is not a JSON object (then reported)."""
+    if isinstance(value, dict):
+        return value
+    reason = str(value) if isinstance(value, Exception) else "expected a JSON object"
+    catalog.errors.append(CatalogProblem(source, line, reason))
+    return None
 
 
 def _read_file(file: Path, catalog: Catalog) -> None:
@@ -360,13 +388,22 @@ def _read_file(file: Path, catalog: Catalog) -> None:
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection while a catalog or its index is built: they make hundreds of thousands
     of objects and no cycles, and each collection would walk all of them again (a third of the embedded
-    catalog's load time, measured; bench/README.md). Restored on the way out, even on an error."""
+    catalog's load time, measured; bench/README.md). Restored on the way out, even on an error.
+
+    On the way out the objects made meanwhile join the oldest generation untraversed (`freeze` then
+    `unfreeze` moves every tracked object there and zeroes the young count): else the first young
+    collection after the pause walks them all (0.05 s of a cold `panicbot lookup`, measured, for the
+    catalog's pause and the index's).
+    Skipped when something froze objects already (the service freezes its heap between reloads)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -412,8 +449,16 @@ def _read_embedded(catalog: Catalog) -> None:
         for kind, side_name in side_table_names(name.rpartition("/")[2]):
             side = package.joinpath(f"{folder}/{side_name}")
             if side.is_file():
-                side_text, _ = decode_catalog_bytes(side.read_bytes(), DEFAULT_CATALOG_NAME)
-                parse_side_table(side_text, kind, DEFAULT_CATALOG_NAME, catalog)
+                if kind == ".functions":  # gunzipped when a lookup first names a function's line
+                    catalog.releases.add_function_text(functools.partial(_embedded_text, side.read_bytes()))
+                    continue
+                side_text = _embedded_text(side.read_bytes())
+                parse_side_table(side_text, kind, DEFAULT_CATALOG_NAME, catalog, trusted=True)
+
+
+def _embedded_text(data: bytes) -> str:
+    """An embedded side table's text (its problems are the build's, checked by the tests, not the user's)."""
+    return decode_catalog_bytes(data, DEFAULT_CATALOG_NAME)[0]
 
 
 def settle(catalog: Catalog) -> Catalog:

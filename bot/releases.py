@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,16 +161,47 @@ class ReleaseTable:
     """Releases per repository and, per record, the releases that have its site."""
 
     releases: dict[str, list[Release]] = field(default_factory=dict)
-    sites: dict[str, list[Site]] = field(default_factory=dict)  # record id -> sites, oldest release first
     paths: dict[str, str] = field(default_factory=dict)  # record id -> file path (side tables say it)
     by_path: dict[str, list[str]] = field(default_factory=dict)  # file path -> record ids
-    function_texts: list[str] = field(default_factory=list)  # function tables, parsed on first use
+    # Function tables, parsed on first use: texts, or what makes one (the embedded table is gunzipped then).
+    function_texts: list[str | Callable[[], str]] = field(default_factory=list)
     _rows: dict[str, list[str]] | None = None
     _functions: dict[str, list[tuple[str, frozenset[str], list[FunctionRange]]]] = field(default_factory=dict)
     repos_by_crate: dict[str, set[str]] = field(default_factory=dict)
+    # record id -> sites, oldest release first: made from the record's site rows the first time it is asked
+    # for (a lookup asks for a few of the ~5,000; making them all took a third of the embedded load).
+    _sites: dict[str, list[Site]] = field(default_factory=dict)
+    # record id -> its rows not made into sites yet (parsed, or the raw line of a trusted table), each with
+    # the releases known when it was added.
+    _pending: dict[str, list[tuple[Mapping[str, Any] | str, dict[tuple[str, str], Release]]]] = field(
+        default_factory=dict
+    )
 
     def __bool__(self) -> bool:
-        return bool(self.sites)
+        return bool(self._sites) or bool(self._pending)
+
+    @property
+    def sites(self) -> dict[str, list[Site]]:
+        """Record id -> its sites, oldest release first, every record's made now (`sites_of` makes one)."""
+        for record_id in list(self._pending):
+            self._sites_for(record_id)
+        return self._sites
+
+    def _sites_for(self, record_id: str) -> list[Site] | None:
+        """The record's sites, made from its rows on first use; None for a record no site row names.
+        Safe with lookups in several threads: the made list is published before its rows are dropped."""
+        found = self._sites.get(record_id)
+        if found is not None:
+            return found
+        pending = self._pending.get(record_id)
+        if pending is None:
+            return self._sites.get(record_id)  # made by another thread meanwhile, or never named
+        made: list[Site] = []
+        for row, by_ref in pending:
+            _add_row_sites(made, json.loads(row) if isinstance(row, str) else row, by_ref)
+        self._sites[record_id] = made
+        self._pending.pop(record_id, None)
+        return made
 
     def add_release_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
         by_repo: dict[str, list[Mapping[str, Any]]] = {}
@@ -191,60 +222,88 @@ class ReleaseTable:
                 for crate in release.crates:
                     self.repos_by_crate.setdefault(crate, set()).add(repo)
 
-    def add_site_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
+    def add_site_rows(self, rows: Iterable[Mapping[str, Any]], *, lazy: bool = False) -> None:
         """Rows of the ecosystem side table (`releases` groups), or of a single-release one such as
-        `burn-panics.sites.jsonl` (one site per row, no release: only the function is kept)."""
-        by_ref = {
+        `burn-panics.sites.jsonl` (one site per row, no release: only the function is kept).
+
+        `lazy` (for trusted rows, the embedded catalog's): a row's sites are made when its record is first
+        asked for, against the releases known now. Otherwise they are made here, and a malformed row raises
+        here (the rows before it kept)."""
+        by_ref = self._by_ref()
+        for row in rows:
+            self._add_site_row(row, by_ref, lazy=lazy)
+
+    def add_trusted_site_text(self, text: str, parse: Callable[[int, str], Mapping[str, Any] | None]) -> None:
+        """A trusted side table's text (the embedded one, written key-sorted by `dumps_line`): a row's id and
+        file are read off its start, `{"filePath":"…","id":"…","releases":[`, and the row is parsed when
+        its record is first asked for. A line not in that form (another key order, an escaped character, no
+        file) is parsed now by `parse` (line number, line -> the row, or None for a bad line)."""
+        by_ref = self._by_ref()
+        for number, line in enumerate(text.split("\n"), start=1):
+            head = _site_row_head(line)
+            if head is not None and head[0] not in self._sites:
+                self._add_pending(head[0], head[1], line, by_ref)
+            elif line.strip():
+                row = parse(number, line)
+                if row is not None:
+                    self._add_site_row(row, by_ref, lazy=True)
+
+    def _add_site_row(
+        self, row: Mapping[str, Any], by_ref: dict[tuple[str, str], Release], *, lazy: bool
+    ) -> None:
+        record_id = str(row.get("id", ""))
+        if not record_id:
+            return
+        if not isinstance(row.get("releases"), list):
+            return
+        path = str(row["filePath"]) if row.get("filePath") else None
+        found = self._sites.get(record_id)
+        if lazy and found is None:
+            self._add_pending(record_id, path, row, by_ref)
+            return
+        self._add_path(record_id, path)
+        if found is None:
+            found = self._sites_for(record_id)
+        if found is None:
+            found = self._sites[record_id] = []
+        _add_row_sites(found, row, by_ref)
+
+    def _by_ref(self) -> dict[tuple[str, str], Release]:
+        return {
             (release.repo, release.ref): release
             for releases in self.releases.values()
             for release in releases
         }
-        for row in rows:
-            record_id = str(row.get("id", ""))
-            if not record_id:
-                continue
-            groups = row.get("releases")
-            if not isinstance(groups, list):
-                continue
-            repo = str(row.get("repo", ""))
-            if row.get("filePath"):
-                self.paths[record_id] = str(row["filePath"])
-                self.by_path.setdefault(str(row["filePath"]), []).append(record_id)
-            found = self.sites.setdefault(record_id, [])
-            for group in groups:
-                for ref in group.get("refs", ()):
-                    release = by_ref.get((repo, str(ref)))
-                    if release is None:
-                        continue
-                    for item in group.get("sites", ()):  # every site of the message in the file
-                        found.append(
-                            Site(
-                                release,
-                                group.get("crate"),
-                                int(item["line"]),
-                                item.get("column"),
-                                item.get("kind"),
-                                item.get("function"),
-                                item.get("impl"),
-                                item.get("condition"),
-                                item.get("panicsDoc"),
-                            )
-                        )
-            found.sort(key=lambda site: site.release.order)  # stable: a release's sites stay in line order
+
+    def _add_path(self, record_id: str, path: str | None) -> None:
+        if path:
+            self.paths[record_id] = path
+            self.by_path.setdefault(path, []).append(record_id)
+
+    def _add_pending(
+        self,
+        record_id: str,
+        path: str | None,
+        row: Mapping[str, Any] | str,
+        by_ref: dict[tuple[str, str], Release],
+    ) -> None:
+        self._add_path(record_id, path)
+        self._pending.setdefault(record_id, []).append((row, by_ref))
 
     def alias(self, record_id: str, covered_id: str) -> None:
         """An analysed record that covers a harvested one takes over its releases."""
-        sites = self.sites.get(covered_id)
-        if sites and record_id not in self.sites:
-            self.sites[record_id] = sites
+        sites = self._sites_for(covered_id)
+        if sites and record_id not in self._sites and record_id not in self._pending:
+            self._sites[record_id] = sites
 
     def records_at(self, path: str, crate: str | None = None) -> list[str]:
         """Records of a pasted repository path (`crates/wgpu-core/src/x.rs` is `wgpu-core/src/x.rs` in its
         repository; a root crate's `crates/ndarray/src/x.rs` is `src/x.rs`)."""
         return [record_id for form in _path_forms(path, crate) for record_id in self.by_path.get(form, ())]
 
-    def add_function_text(self, text: str) -> None:
-        """A function table (`X.functions.jsonl`): kept as text, parsed the first time a line is named."""
+    def add_function_text(self, text: str | Callable[[], str]) -> None:
+        """A function table (`X.functions.jsonl`): kept as text, parsed the first time a line is named; or
+        a function that gives the text, called then (the embedded table: 1.2 MB gunzipped on first use)."""
         self.function_texts.append(text)
         self._rows = None
         self._functions = {}
@@ -255,7 +314,8 @@ class ReleaseTable:
         if self._rows is None:
             rows: dict[str, list[str]] = {}
             prefix = '{"filePath":"'
-            for text in self.function_texts:
+            for source in self.function_texts:
+                text = source() if callable(source) else source
                 for line in text.split("\n"):
                     if line.startswith(prefix):
                         end = line.find('"', len(prefix))
@@ -316,11 +376,12 @@ class ReleaseTable:
         return None
 
     def sites_of(self, record_id: str) -> Sequence[Site]:
-        return self.sites.get(record_id, ())
+        found = self._sites_for(record_id)
+        return () if found is None else found
 
     def newest_site(self, record_id: str) -> Site | None:
         """The first site (in the file) of the newest release that has the record."""
-        sites = self.sites.get(record_id)
+        sites = self._sites_for(record_id)
         if not sites:
             return None
         newest = sites[-1].release
@@ -373,7 +434,7 @@ class ReleaseTable:
     def site_in(self, record_id: str, releases: Sequence[Release], line: int | None = None) -> Site | None:
         """The record's site in the first of `releases` that has it: of a message raised at several lines of
         the file, the one nearest `line` (the pasted line), else the first."""
-        sites = self.sites.get(record_id, ())
+        sites = self.sites_of(record_id)
         for release in releases:
             here = [site for site in sites if site.release == release]
             if here:
@@ -383,10 +444,62 @@ class ReleaseTable:
     def nearest_release_site(self, record_id: str, line: int) -> Site | None:
         """With no release named: the site, over every release, whose line is nearest the pasted one (the
         newest release on a tie): a checkout between two releases still finds its lines."""
-        sites = self.sites.get(record_id, ())
+        sites = self.sites_of(record_id)
         if not sites:
             return None
         return min(reversed(sites), key=lambda site: abs(site.line - line))
+
+
+_ROW_START = '{"filePath":"'
+_ROW_ID = '","id":"'
+_ROW_RELEASES = '","releases":['
+
+
+def _site_row_head(line: str) -> tuple[str, str] | None:
+    """(id, file path) of a key-sorted side-table row with releases, read without parsing it; None when the
+    row does not start so or its path or id holds an escape (then only parsing reads it right)."""
+    if not line.startswith(_ROW_START):
+        return None
+    path_end = line.find('"', len(_ROW_START))
+    if path_end < 0 or not line.startswith(_ROW_ID, path_end):
+        return None
+    id_start = path_end + len(_ROW_ID)
+    id_end = line.find('"', id_start)
+    if id_end < 0 or not line.startswith(_ROW_RELEASES, id_end):
+        return None
+    path = line[len(_ROW_START) : path_end]
+    record_id = line[id_start:id_end]
+    if not path or not record_id or "\\" in path or "\\" in record_id:
+        return None
+    return record_id, path
+
+
+def _add_row_sites(
+    found: list[Site], row: Mapping[str, Any], by_ref: Mapping[tuple[str, str], Release]
+) -> None:
+    """Append the sites of one side-table row (`releases` groups) to a record's list, kept in release
+    order (stable: a release's sites stay in line order)."""
+    repo = str(row.get("repo", ""))
+    for group in row["releases"]:
+        for ref in group.get("refs", ()):
+            release = by_ref.get((repo, str(ref)))
+            if release is None:
+                continue
+            for item in group.get("sites", ()):  # every site of the message in the file
+                found.append(
+                    Site(
+                        release,
+                        group.get("crate"),
+                        int(item["line"]),
+                        item.get("column"),
+                        item.get("kind"),
+                        item.get("function"),
+                        item.get("impl"),
+                        item.get("condition"),
+                        item.get("panicsDoc"),
+                    )
+                )
+    found.sort(key=lambda site: site.release.order)
 
 
 def nearest_site(sites: Sequence[Site], line: int | None) -> Site:

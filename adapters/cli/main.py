@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import io
 import json
 import os
@@ -522,6 +523,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             f"panicbot: internal error ({exc.__class__.__name__}: {exc}); please report it", markup=False
         )
         return EXIT_INTERNAL
+    finally:
+        if argv is None:
+            # The process's own arguments: it ends now. Its last full garbage collection would walk every
+            # object of the catalog and its index (50 ms of a 0.5 s `lookup`); frozen, they are only freed.
+            gc.freeze()
 
 
 if __name__ == "__main__":
