@@ -29,6 +29,10 @@ FULL_SCAN_RECORDS = 20_000
 # In a larger catalog a keystroke reads at most this many candidate records (the first, in catalog order)
 # besides the messages that start with the query: a common fragment ("con") is in tens of thousands.
 READ_BUDGET = 1_500
+# And it narrows a query by a fragment only when at most this many vocabulary words hold all its trigrams
+# (each is then checked) and their records are at most POSTING_BUDGET: else the fragment narrows nothing.
+WORD_BUDGET = 5_000
+POSTING_BUDGET = 50_000
 GRAM = 3  # characters of the vocabulary index's keys; a shorter fragment narrows nothing
 _CODE_BITS = 21  # a Unicode code point
 
@@ -51,8 +55,9 @@ class Autocomplete:
         self._vocabulary = list(self._postings)
         self._grams, self._gram_starts, self._gram_words = _trigram_index(self._vocabulary)
         # Record positions in the order of their messages, to find the messages that start with a query.
-        self._by_start = sorted(range(len(self._messages)), key=self._messages.__getitem__)
-        self._starts_sorted = [self._messages[i] for i in self._by_start]
+        by_start = sorted(range(len(self._messages)), key=self._messages.__getitem__)
+        self._starts_sorted = [self._messages[i] for i in by_start]
+        self._by_start = np.array(by_start, dtype=np.int64)
         self._tags = sorted(tags)
         self._tag_postings = [tags[tag] for tag in self._tags]
         self._analysed_first = sorted(
@@ -63,37 +68,40 @@ class Autocomplete:
     def _records_holding(self, fragment: str) -> npt.NDArray[np.int64] | None:
         """Positions of the records with a message word that contains `fragment` (a run of word chars);
         None when so many words hold it (a letter or two) that reading every record is cheaper."""
-        words = self._words_holding(fragment)
-        if words is None or len(words) > len(self._vocabulary) // COMMON_FRACTION:
+        large = len(self.records) > FULL_SCAN_RECORDS
+        most_words = len(self._vocabulary) // COMMON_FRACTION
+        words = self._words_holding(fragment, min(most_words, WORD_BUDGET) if large else None)
+        if words is None or len(words) > most_words:
             return None
         if not words:
             return np.empty(0, dtype=np.int64)
         postings = [self._postings[word] for word in words]
-        if (
-            len(self.records) > FULL_SCAN_RECORDS
-            and sum(map(len, postings)) > len(self.records) // COMMON_FRACTION
-        ):
+        if large and sum(map(len, postings)) > min(len(self.records) // COMMON_FRACTION, POSTING_BUDGET):
             return None  # a few common words ("con" in "cannot" and "contiguous"): it narrows little
         return np.unique(np.concatenate(postings))
 
-    def _words_holding(self, fragment: str) -> list[str] | None:
-        """The vocabulary words containing `fragment`: those holding each of its trigrams, checked. None for a
-        fragment shorter than a trigram."""
+    def _words_holding(self, fragment: str, most: int | None = None) -> list[str] | None:
+        """The vocabulary words containing `fragment`: those holding each of its trigrams (the rarest first,
+        each next one by binary search), checked. None for a fragment shorter than a trigram, or when more
+        than `most` words hold all its trigrams (too many to check in a keystroke)."""
         if len(fragment) < GRAM:
             return None
-        candidates: npt.NDArray[np.uint32] | None = None
-        for code in sorted(set(_codes(fragment).tolist())):
+        holdings = []
+        for code in set(_codes(fragment).tolist()):
             at = int(np.searchsorted(self._grams, code))
             if at == len(self._grams) or self._grams[at] != code:
                 return []
-            holding = self._gram_words[self._gram_starts[at] : self._gram_starts[at + 1]]
-            candidates = (
-                holding if candidates is None else np.intersect1d(candidates, holding, assume_unique=True)
-            )
+            holdings.append(self._gram_words[self._gram_starts[at] : self._gram_starts[at + 1]])
+        holdings.sort(key=len)
+        candidates = holdings[0]
+        for holding in holdings[1:]:
+            places = np.minimum(np.searchsorted(holding, candidates), len(holding) - 1)
+            candidates = candidates[holding[places] == candidates]
             if not len(candidates):
                 return []
+        if most is not None and len(candidates) > most:
+            return None
         vocabulary = self._vocabulary
-        assert candidates is not None
         return [vocabulary[i] for i in candidates.tolist() if fragment in vocabulary[i]]
 
     def _starting_with(self, query: str, limit: int | None) -> list[int]:
@@ -102,8 +110,8 @@ class Autocomplete:
         high = bisect.bisect_left(self._starts_sorted, query + "\U0010ffff", low)
         positions = self._by_start[low:high]
         if limit is not None and len(positions) > limit:
-            return heapq.nsmallest(limit, positions)
-        return sorted(positions)
+            positions = np.partition(positions, limit - 1)[:limit]
+        return sorted(positions.tolist())
 
     def by_message(self, query: str, limit: int | None = None) -> list[Record]:
         """Records whose message contains `query` (lower case), earliest occurrence first, then in catalog
