@@ -1,18 +1,22 @@
 """What every adapter's settings share: the error type, how a bad setting is reported (naming the variable,
-never its value), the catalog paths and the database default. Read once at start-up, passed down."""
+never its value), the catalog paths and the database default. Read once at start-up, passed down.
+
+It imports no pydantic_settings (50 ms): `panicbot lookup` needs only the names here; the settings class
+every adapter reads the catalog setting with is in `adapters/catalog_settings.py`."""
 
 from __future__ import annotations
 
 import os
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import ValidationError
-from pydantic_settings import BaseSettings
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+    from pydantic_settings import BaseSettings
 
 CATALOG_ENV = "PANICBOT_CATALOG"
 DEFAULT_DATABASE_URL = "sqlite:///panicbot.db"
 
-SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+SettingsT = TypeVar("SettingsT", bound="BaseSettings")
 
 
 class SettingsError(Exception):
@@ -34,16 +38,6 @@ def split_catalog_paths(raw: str) -> list[str]:
     return [part for part in raw.split(os.pathsep) if part.strip()]
 
 
-class CatalogSettings(BaseSettings):
-    """The catalog setting every adapter reads (`PANICBOT_CATALOG`)."""
-
-    panicbot_catalog: str = ""
-
-    @property
-    def catalog_paths(self) -> list[str]:
-        return split_catalog_paths(self.panicbot_catalog)
-
-
 def describe_problems(exc: ValidationError) -> str:
     """One line naming each bad variable and why; a model-level check names its variables itself."""
     problems = []
@@ -59,6 +53,8 @@ def describe_problems(exc: ValidationError) -> str:
 
 def load_settings(settings_class: type[SettingsT]) -> SettingsT:
     """`settings_class` filled from the environment, or a SettingsError naming the variables."""
+    from pydantic import ValidationError  # noqa: PLC0415  # see the module's docstring
+
     try:
         return settings_class()
     except ValidationError as exc:

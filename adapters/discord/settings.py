@@ -7,7 +7,8 @@ from typing import Annotated
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from adapters.settings import CatalogSettings, SettingsError, load_settings
+from adapters.catalog_settings import CatalogSettings
+from adapters.settings import SettingsError, load_settings
 
 __all__ = ["DEFAULT_DISCORD_API_URL", "DiscordSettings", "SettingsError", "load_discord_settings"]
 

@@ -14,7 +14,8 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from adapters.settings import CatalogSettings, SettingsError, load_settings
+from adapters.catalog_settings import CatalogSettings
+from adapters.settings import SettingsError, load_settings
 
 __all__ = ["DEFAULT_GITHUB_API_URL", "GitHubSettings", "SettingsError", "load_github_settings"]
 

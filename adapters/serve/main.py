@@ -18,6 +18,7 @@ from prometheus_client import Gauge
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import SettingsConfigDict
 
+from adapters.catalog_settings import CatalogSettings
 from adapters.chat.flows import PASTE_READERS
 from adapters.console.settings import ConsoleSettings
 from adapters.observe import Observer, Observers
@@ -25,7 +26,7 @@ from adapters.platforms import Platform, ServeOptions, platform
 from adapters.redis_memory import RateLimiter
 from adapters.serve.live_catalog import CatalogLoadError, LiveLookup, LoadReport
 from adapters.serve.metrics import CONTENT_TYPE, Metrics
-from adapters.settings import DEFAULT_DATABASE_URL, CatalogSettings, SettingsError, describe_problems
+from adapters.settings import DEFAULT_DATABASE_URL, SettingsError, describe_problems
 from adapters.storage import SqlStore, StorageError, upgrade_database
 from bot.lookup import PanicLookup
 from bot.matcher import LookupResult

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -53,3 +55,21 @@ def test_a_caller_giving_arguments_keeps_its_heap_as_it_was(freezes: list[int]) 
     assert cli.main(["lookup", "--json"], out=out) == cli.EXIT_OK
     assert json.loads(out.getvalue())["status"] == "matched"
     assert freezes == []
+
+
+def test_a_lookup_imports_no_platform_sdk_nor_pydantic_settings() -> None:
+    """`panicbot lookup` loads what a lookup needs: pydantic-settings alone cost 50 ms of every cold start."""
+    probe = (
+        "import sys, io; sys.stdin = io.StringIO(sys.argv[1]); from adapters.cli.main import main;"
+        " main(['lookup', '--json'], out=io.StringIO());"
+        " print(sorted(set(sys.argv[2].split()) & set(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, PASTE, "pydantic_settings slack_bolt discord aiohttp"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(cli.__file__).resolve().parents[2],
+        env={**os.environ, "PANICBOT_CATALOG": str(SEEDS_FILE)},
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
