@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from bot.autocomplete import Autocomplete
@@ -44,9 +45,31 @@ class PanicLookup:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.matcher = Matcher(catalog.records)
-        self._versions = {entry.record.id: entry.dataset_version for entry in catalog.entries}
+        self._versions: Mapping[str, str | None] = {
+            entry.record.id: entry.dataset_version for entry in catalog.entries
+        }
         self._positions = {record.id: index for index, record in enumerate(self.matcher.records)}
         self.under_review = frozenset(r.id for r in self.matcher.records if analysis_is_suspect(r))
+
+    @classmethod
+    def from_prebuilt(
+        cls,
+        catalog: Catalog,
+        matcher: Matcher,
+        positions: dict[str, int],
+        versions: Mapping[str, str | None],
+        under_review: frozenset[str],
+    ) -> PanicLookup:
+        """A lookup from a prebuilt file's state (`bot.prebuilt.read_prebuilt`): nothing is recomputed from
+        the records, which the matcher reads lazily. `catalog` holds the release table and `covered`, not
+        the entries."""
+        lookup = cls.__new__(cls)
+        lookup.catalog = catalog
+        lookup.matcher = matcher
+        lookup._versions = versions
+        lookup._positions = positions
+        lookup.under_review = under_review
+        return lookup
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
         return self.lookup_reading(read_paste(text, versions=bool(self.catalog.releases)), limit)

@@ -16,6 +16,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -333,6 +334,61 @@ class Matcher:
 
     def __len__(self) -> int:
         return len(self.records)
+
+    # -- a prebuilt index (bot/prebuilt.py) -----------------------------------------------------------
+
+    # What `export_state` leaves out: the records (stored apart), the compiled RE2 Sets (rebuilt from their
+    # patterns), the typo cache, and the word signatures (made with this process's string hash).
+    _NOT_EXPORTED = frozenset({"records", "_regex_sets", "_near_cache", "_signatures"})
+
+    def export_state(self) -> dict[str, object]:
+        """The index as plain containers, for `restore` in another process: every attribute but the
+        records, the RE2 programs and the caches; the signatures as each group's anchor words (positions
+        in the vocabulary), since Python's string hash differs between processes."""
+        state = {name: value for name, value in vars(self).items() if name not in self._NOT_EXPORTED}
+        vocabulary = {token: position for position, token in enumerate(self._postings)}
+        anchor_start = array("I")
+        anchor_words = array("I")
+        for group, signature in enumerate(self._signatures):
+            anchor_start.append(len(anchor_words))
+            if not signature:
+                continue
+            key = self._group_keys[group]
+            _, safe = segment_tokens(list(key) if isinstance(key, tuple) else [key])
+            if _signature(safe) != signature:  # the build's own words, or the state would lie
+                raise ValueError(f"group {group}: its signature is not made of its key's words")
+            anchor_words.extend(sorted(vocabulary[word] for word in safe))
+        anchor_start.append(len(anchor_words))
+        state["_regexes"] = list(self._regex_sets.regexes)
+        state["_anchor_start"] = anchor_start
+        state["_anchor_words"] = anchor_words
+        return state
+
+    @classmethod
+    def restore(cls, state: dict[str, object], records: Sequence[Record]) -> Matcher:
+        """A matcher from `export_state` and its records (any sequence: a prebuilt file gives a lazy one)."""
+        matcher = cls.__new__(cls)
+        fields = dict(state)
+        regexes = cast("list[tuple[int, str]]", fields.pop("_regexes"))
+        anchor_start = cast("array[int]", fields.pop("_anchor_start"))
+        anchor_words = cast("array[int]", fields.pop("_anchor_words"))
+        vars(matcher).update(fields)
+        matcher.records = records  # type: ignore[assignment]  # a read-only sequence serves as the list
+        matcher._near_cache = {}
+        matcher._regex_sets = RegexSets(regexes)
+        vocabulary = list(matcher._postings)
+        bits = [0] * len(vocabulary)  # a word's two bits, made on first use (never 0 once made)
+        signatures: list[int] = []
+        for group in range(len(anchor_start) - 1):
+            signature = 0
+            for word in anchor_words[anchor_start[group] : anchor_start[group + 1]]:
+                word_bits = bits[word]
+                if not word_bits:
+                    word_bits = bits[word] = _signature((vocabulary[word],))
+                signature |= word_bits
+            signatures.append(signature)
+        matcher._signatures = signatures
+        return matcher
 
     def _literal(self, record_index: int) -> str:
         """Lower-case literal text, placeholders as spaces: what typed queries are compared with."""
@@ -777,6 +833,7 @@ class RegexSets:
     every regex of the catalog. A Set that RE2 cannot build leaves its groups verified on every lookup."""
 
     def __init__(self, regexes: Sequence[tuple[int, str]] = ()) -> None:
+        self.regexes = tuple(regexes)  # what a prebuilt index stores: the Sets are rebuilt from it
         self._sets: list[tuple[object, array[int]]] = []
         self._always = array("I")
         for start in range(0, len(regexes), REGEX_SET_SIZE):

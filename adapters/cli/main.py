@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import orjson
 
+from adapters.cli.prebuilt_commands import PrebuiltUsageError, is_prebuilt_path, refuse_prebuilt
 from adapters.settings import CATALOG_ENV, DEFAULT_DATABASE_URL, SettingsError, split_catalog_paths
 from bot.lookup import PanicLookup, result_json
 from bot.records import Catalog, default_catalog, load_catalog
@@ -78,6 +79,11 @@ def open_catalog(paths: Sequence[str], err: Console) -> Catalog:
     """The catalog at `paths` (the embedded data set when none); bad lines are reported, not fatal."""
     if not paths:
         return default_catalog()
+    if any(is_prebuilt_path(path) for path in paths):
+        raise UsageError(
+            f"{next(p for p in paths if is_prebuilt_path(p))} is a prebuilt catalog: this command reads the "
+            "JSONL sources it was built from (`panicbot lookup` and `card` read it)"
+        )
     catalog = load_catalog(paths)
     for problem in catalog.errors[:20]:
         err.print(f"[yellow]catalog:[/] {problem}", markup=True, highlight=False)
@@ -88,6 +94,19 @@ def open_catalog(paths: Sequence[str], err: Console) -> Catalog:
     if not catalog.entries:
         raise UsageError(f"no usable record in {', '.join(paths)}")
     return catalog
+
+
+def open_lookup(paths: Sequence[str], err: Console) -> PanicLookup:
+    """The lookup of `paths`: a prebuilt catalog file (`.pbcat`, alone) is loaded as built; else the
+    catalogs are read and indexed (see `open_catalog`)."""
+    if any(is_prebuilt_path(path) for path in paths):
+        from adapters.cli.prebuilt_commands import open_prebuilt  # noqa: PLC0415
+
+        try:
+            return open_prebuilt(paths)
+        except PrebuiltUsageError as exc:
+            raise UsageError(str(exc)) from None
+    return PanicLookup(open_catalog(paths, err))
 
 
 def read_input_bytes(stream: TextIO) -> str:
@@ -123,7 +142,7 @@ def _looks_binary(text: str) -> bool:
 
 def command_lookup(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     paths = catalog_paths(args.catalog, dict(os.environ))
-    service = PanicLookup(open_catalog(paths, err))
+    service = open_lookup(paths, err)
     if args.jsonl:
         return _lookup_jsonl(service, _text_lines(sys.stdin), out, args.limit)
     text = " ".join(args.text) if args.text else read_input_bytes(sys.stdin)
@@ -185,6 +204,18 @@ def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     from adapters.cli.dataset_tools import run_merge  # noqa: PLC0415
     from adapters.cli.ecosystem_build import SOURCES_FILE, run_build, run_sources  # noqa: PLC0415
 
+    if args.catalog_command == "build":
+        from adapters.cli.prebuilt_commands import run_prebuilt_build  # noqa: PLC0415
+
+        try:
+            return run_prebuilt_build(args.sources, Path(args.output), out, sys.stderr)
+        except PrebuiltUsageError as exc:
+            raise UsageError(str(exc)) from None
+    if args.catalog_command in ("validate", "lint", "stats"):
+        try:
+            refuse_prebuilt(args.paths, f"catalog {args.catalog_command}")
+        except PrebuiltUsageError as exc:
+            raise UsageError(str(exc)) from None
     console = Console(file=out, highlight=False)
     if args.catalog_command == "validate":
         return run_validate(args.paths, console)
@@ -288,7 +319,7 @@ def run_demo(out: TextIO, err: Console) -> int:
     from adapters.cli.render import print_result  # noqa: PLC0415
 
     paths = catalog_paths(None, dict(os.environ))
-    service = PanicLookup(open_catalog(paths, err))
+    service = open_lookup(paths, err)
     console = Console(file=out, highlight=False)
     console.print(
         f"[bold]panicbot[/] demo: no Slack or Discord credentials set; {len(service.matcher)} records loaded "
@@ -306,7 +337,7 @@ def run_demo(out: TextIO, err: Console) -> int:
 def command_card(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     from adapters.cli.card_preview import run_card_preview  # noqa: PLC0415  (loads the chat SDKs)
 
-    service = PanicLookup(open_catalog(catalog_paths(args.catalog, dict(os.environ)), err))
+    service = open_lookup(catalog_paths(args.catalog, dict(os.environ)), err)
     return run_card_preview(service, args.record_id, args.format, out, sys.stderr)
 
 
@@ -380,6 +411,13 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("paths", nargs="+", metavar="PATH")
         if name == "lint":
             sub.add_argument("--json", action="store_true", help="print one JSON object")
+    build = catalog_commands.add_parser(
+        "build", help="a prebuilt catalog file (.pbcat) that `lookup --catalog` loads fast"
+    )
+    build.add_argument(
+        "sources", nargs="+", metavar="SRC", help="JSONL/JSON catalogs or folders (or default)"
+    )
+    build.add_argument("-o", "--output", required=True, metavar="OUT.pbcat")
     harvest = catalog_commands.add_parser(
         "harvest", help="baseline records for every panic site with a literal message in a Rust tree"
     )

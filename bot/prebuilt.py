@@ -1,0 +1,415 @@
+"""A prebuilt catalog file (`.pbcat`): the index of a `PanicLookup` stored once, loaded in a fraction of the
+time a JSONL catalog takes to parse, validate and index, with records validated only when a lookup touches
+them.
+
+Layout (offsets are from the first byte after the header line):
+
+    PANICBOT-PREBUILT\\n                       the magic line
+    {"format": 1, "fingerprint": ..., ...}\\n  the header, one JSON line
+    index section                             pickle (protocol 5) of plain containers, read by a
+                                              restricted unpickler
+    records blob                              each record's JSON, concatenated (offsets in the index)
+
+The header's fingerprint is the sha256 of the source of the bot modules whose objects the index holds (and of
+the interpreter and machine facts the arrays depend on): a file written by other code is stale. The index
+section's own sha256 is checked before anything of it is unpickled. Any mismatch is a `PrebuiltError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import itertools
+import json
+import mmap
+import os
+import pickle
+import sys
+import threading
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, overload
+
+import orjson
+
+from bot.lookup import PanicLookup
+from bot.matcher import Matcher
+from bot.records import Catalog, Record, gc_paused
+from bot.releases import ReleaseTable
+
+MAGIC = b"PANICBOT-PREBUILT\n"
+FORMAT_VERSION = 1
+SUFFIX = ".pbcat"
+# The modules whose objects (or whose way of building them) the index holds.
+FINGERPRINT_MODULES = (
+    "bot.matcher",
+    "bot.lookup",
+    "bot.records",
+    "bot.releases",
+    "bot.patterns",
+    "bot.rust_messages",
+    "bot.paths",
+    "bot.merge",
+    "bot.lint",
+    "bot.prebuilt",
+)
+# The matcher's dicts of arrays, stored packed (see `_pack`).
+PACKED_FIELDS = ("_anchors", "_pair_anchors", "_postings", "_by_path", "_path_lines")
+RECORD_CACHE_SIZE = 256
+MAX_HEADER_BYTES = 64 * 1024
+_READ_CHUNK = 1 << 20
+REBUILD_HINT = "rebuild it with `panicbot catalog build`"
+
+# Everything the index section may name: arrays, builtin containers and the release table's dataclasses.
+ALLOWED_GLOBALS = frozenset(
+    {
+        ("array", "_array_reconstructor"),
+        ("array", "array"),
+        ("builtins", "set"),
+        ("builtins", "frozenset"),
+        ("builtins", "dict"),
+        ("builtins", "list"),
+        ("builtins", "tuple"),
+        ("bot.releases", "ReleaseTable"),
+        ("bot.releases", "Release"),
+        ("bot.releases", "Site"),
+        ("bot.releases", "FunctionRange"),
+    }
+)
+
+
+class PrebuiltError(Exception):
+    """A prebuilt catalog file that cannot be used (stale, foreign, corrupt): one line naming the file."""
+
+
+def code_fingerprint() -> str:
+    """sha256 of the source of FINGERPRINT_MODULES, with the Python version and the machine's array sizes."""
+    digest = hashlib.sha256()
+    facts = (sys.version_info[:2], sys.byteorder, array("I").itemsize, array("i").itemsize, FORMAT_VERSION)
+    digest.update(repr(facts).encode())
+    for name in FINGERPRINT_MODULES:
+        module = importlib.import_module(name)
+        source = module.__file__
+        if source is None:
+            raise PrebuiltError(f"cannot fingerprint {name}: no source file")
+        digest.update(name.encode() + b"\0")
+        digest.update(Path(source).read_bytes())
+    return digest.hexdigest()
+
+
+# ---- writing ----------------------------------------------------------------------------------------------
+
+
+def _portable_releases(releases: ReleaseTable) -> ReleaseTable:
+    """A copy of the release table holding only data: function tables given by a function (the embedded
+    one, gunzipped on first use) are read now; parsed caches are dropped."""
+    table = ReleaseTable(
+        releases=releases.releases,
+        paths=releases.paths,
+        by_path=releases.by_path,
+        function_texts=[text() if callable(text) else text for text in releases.function_texts],
+        repos_by_crate=releases.repos_by_crate,
+    )
+    table._sites = dict(releases._sites)
+    table._pending = dict(releases._pending)
+    return table
+
+
+def prebuilt_bytes(lookup: PanicLookup) -> bytes:
+    """The whole prebuilt file of `lookup` (see the module's doc)."""
+    records = lookup.matcher.records
+    offsets = array("Q", [0])
+    blob = bytearray()
+    names: dict[str | None, int] = {}
+    version_codes = array("I")
+    for record in records:
+        blob += orjson.dumps(record.model_dump(mode="json"))
+        offsets.append(len(blob))
+        version = lookup.dataset_version(record.id)
+        version_codes.append(names.setdefault(version, len(names)))
+    state = lookup.matcher.export_state()
+    for name in PACKED_FIELDS:
+        state[name] = _pack(state[name])
+    index = {
+        "matcher": state,
+        "positions": dict(lookup._positions),
+        "version_names": list(names),
+        "version_codes": version_codes,
+        "under_review": frozenset(lookup.under_review),
+        "releases": _portable_releases(lookup.catalog.releases),
+        "covered": dict(lookup.catalog.covered),
+        "record_offsets": offsets,
+    }
+    with gc_paused():
+        index_bytes = pickle.dumps(index, protocol=5)
+    header = {
+        "format": FORMAT_VERSION,
+        "fingerprint": code_fingerprint(),
+        "index_sha256": hashlib.sha256(index_bytes).hexdigest(),
+        "records": len(records),
+        "index": [0, len(index_bytes)],
+        "records_blob": [len(index_bytes), len(blob)],
+    }
+    return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + index_bytes + bytes(blob)
+
+
+def _pack(value: object) -> tuple[Any, ...]:
+    """A dict of arrays (or of dicts of arrays) as its keys and one concatenated array: unpickling many small
+    arrays keeps every one's bytes alive in the unpickler's memo until the end (twice the memory at load)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"cannot pack {type(value).__name__}")
+    if any(isinstance(inner, dict) for inner in value.values()):
+        counts = array("Q", [len(inner) for inner in value.values()])
+        flat = {(outer, key): item for outer, inner in value.items() for key, item in inner.items()}
+        _, keys, whole, ends = _pack(flat)
+        return ("nested", list(value), counts, [key for _, key in keys], whole, ends)
+    values = list(value.values())
+    typecode = values[0].typecode if values else "I"
+    whole = array(typecode)
+    ends = array("Q")
+    for item in values:
+        if not isinstance(item, array) or item.typecode != typecode:
+            raise TypeError("cannot pack mixed values")
+        whole.extend(item)
+        ends.append(len(whole))
+    return ("arrays", list(value), whole, ends)
+
+
+def _slices(whole: Any, ends: Any) -> list[Any]:
+    if not isinstance(whole, array) or not isinstance(ends, array):
+        raise TypeError("packed arrays")
+    found = []
+    start = 0
+    for end in ends:
+        found.append(whole[start:end])
+        start = end
+    return found
+
+
+def _unpack(packed: Any) -> dict[Any, Any]:
+    """The dict `_pack` packed."""
+    if packed[0] == "nested":
+        _, outer_keys, counts, inner_keys, whole, ends = packed
+        pairs = iter(zip(inner_keys, _slices(whole, ends), strict=True))
+        found: dict[Any, Any] = {}
+        for outer, count in zip(outer_keys, counts, strict=True):
+            found[outer] = dict(itertools.islice(pairs, count))
+        return found
+    _, keys, whole, ends = packed
+    return dict(zip(keys, _slices(whole, ends), strict=True))
+
+
+def write_prebuilt(lookup: PanicLookup, path: Path | str) -> None:
+    """`prebuilt_bytes` written to `path` (callers that need it atomic write those bytes themselves)."""
+    Path(path).write_bytes(prebuilt_bytes(lookup))
+
+
+# ---- reading ----------------------------------------------------------------------------------------------
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in ALLOWED_GLOBALS:
+            raise pickle.UnpicklingError(f"refused global {module}.{name}")
+        return super().find_class(module, name)
+
+
+class _Section(io.RawIOBase):
+    """`length` bytes of a file from `start`: what the unpickler reads, a frame at a time (never the whole
+    section in memory at once)."""
+
+    def __init__(self, handle: IO[bytes], start: int, length: int) -> None:
+        self._handle = handle
+        self._left = length
+        handle.seek(start)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        wanted = min(len(view), self._left)
+        if wanted <= 0:
+            return 0
+        got = len(data := self._handle.read(wanted))
+        view[:got] = data
+        self._left -= got
+        return got
+
+
+class LazyRecords(Sequence[Record]):
+    """The records of a prebuilt file, validated (`Record.model_validate_json`) when one is read, the last
+    RECORD_CACHE_SIZE kept. The file is memory-mapped: a record never read costs no memory."""
+
+    def __init__(self, blob: mmap.mmap, start: int, offsets: array[int], source: str) -> None:
+        self._blob = blob
+        self._start = start
+        self._offsets = offsets
+        self._source = source
+        self._cache: dict[int, Record] = {}
+        self._lock = threading.Lock()
+        self.validations = 0
+        """How many records were validated (a test counts them)."""
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> Record: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Record]: ...
+
+    def __getitem__(self, index: int | slice) -> Record | Sequence[Record]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(*index.indices(len(self)))]
+        count = len(self)
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError("record position out of range")
+        with self._lock:
+            found = self._cache.get(index)
+        if found is not None:
+            return found
+        start = self._start + self._offsets[index]
+        end = self._start + self._offsets[index + 1]
+        try:
+            record = Record.model_validate_json(self._blob[start:end])
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise PrebuiltError(
+                f"{self._source}: record {index} is corrupt ({exc.__class__.__name__}); {REBUILD_HINT}"
+            ) from None
+        with self._lock:
+            self.validations += 1
+            if len(self._cache) >= RECORD_CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[index] = record
+        return record
+
+    def __iter__(self) -> Iterator[Record]:
+        for position in range(len(self)):
+            yield self[position]
+
+
+class _PositionVersions(Mapping[str, str | None]):
+    """Record id -> data set version, kept as a code per record position (few distinct versions)."""
+
+    def __init__(self, positions: Mapping[str, int], codes: array[int], names: list[str | None]) -> None:
+        self._positions = positions
+        self._codes = codes
+        self._names = names
+
+    def __getitem__(self, record_id: str) -> str | None:
+        return self._names[self._codes[self._positions[record_id]]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+
+def _fail(path: Path, why: str) -> PrebuiltError:
+    return PrebuiltError(f"{path}: {why}; {REBUILD_HINT}")
+
+
+def _read_header(handle: IO[bytes], path: Path) -> tuple[dict[str, Any], int]:
+    if handle.read(len(MAGIC)) != MAGIC:
+        raise _fail(path, "not a panicbot prebuilt catalog (bad magic line)")
+    line = handle.readline(MAX_HEADER_BYTES)
+    if not line.endswith(b"\n"):
+        raise _fail(path, "truncated or corrupt header")
+    try:
+        header = json.loads(line)
+    except ValueError:
+        raise _fail(path, "corrupt header") from None
+    if not isinstance(header, dict):
+        raise _fail(path, "corrupt header")
+    return header, len(MAGIC) + len(line)
+
+
+def _section(header: dict[str, Any], name: str, path: Path, body: int, size: int) -> tuple[int, int]:
+    value = header.get(name)
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, int) and v >= 0 for v in value)
+        or body + value[0] + value[1] > size
+    ):
+        raise _fail(path, f"corrupt header ({name} section)")
+    return body + value[0], value[1]
+
+
+def read_prebuilt(path: Path | str) -> PanicLookup:
+    """The `PanicLookup` a prebuilt file holds, its records read lazily from the memory-mapped file.
+    Raises PrebuiltError for a stale, foreign or corrupt file (and for one that cannot be read)."""
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            return _read(handle, path)
+    except OSError as exc:
+        raise PrebuiltError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _read(handle: IO[bytes], path: Path) -> PanicLookup:
+    size = os.fstat(handle.fileno()).st_size
+    header, body = _read_header(handle, path)
+    if header.get("format") != FORMAT_VERSION:
+        raise _fail(path, f"format {header.get('format')!r}, this panicbot reads {FORMAT_VERSION}")
+    if header.get("fingerprint") != code_fingerprint():
+        raise _fail(path, "stale: written by another version of panicbot's code")
+    index_start, index_length = _section(header, "index", path, body, size)
+    blob_start, blob_length = _section(header, "records_blob", path, body, size)
+    if blob_start + blob_length != size:
+        raise _fail(path, "truncated or padded (its size is not the header's)")
+    digest = hashlib.sha256()
+    handle.seek(index_start)
+    left = index_length
+    while left > 0:
+        chunk = handle.read(min(_READ_CHUNK, left))
+        if not chunk:
+            break
+        digest.update(chunk)
+        left -= len(chunk)
+    if left or digest.hexdigest() != header.get("index_sha256"):
+        raise _fail(path, "corrupt index (its sha256 is not the header's)")
+    try:
+        with gc_paused():
+            index = _RestrictedUnpickler(
+                io.BufferedReader(_Section(handle, index_start, index_length), 1 << 16)
+            ).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
+        raise _fail(path, f"index refused ({exc})") from None
+    try:
+        return _assemble(index, handle, path, blob_start, blob_length, header)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise _fail(path, f"index not in the expected shape ({exc.__class__.__name__}: {exc})") from None
+
+
+def _assemble(
+    index: Any, handle: IO[bytes], path: Path, blob_start: int, blob_length: int, header: dict[str, Any]
+) -> PanicLookup:
+    if not isinstance(index, dict):
+        raise TypeError("not a dict")
+    offsets = index["record_offsets"]
+    releases = index["releases"]
+    if not isinstance(offsets, array) or not isinstance(releases, ReleaseTable):
+        raise TypeError("offsets or releases")
+    count = len(offsets) - 1
+    if count != header.get("records") or offsets[-1] != blob_length:
+        raise ValueError("record offsets do not fit the records blob")
+    blob = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if blob_length else None
+    if blob is None:
+        raise ValueError("no records")
+    records = LazyRecords(blob, blob_start, offsets, str(path))
+    state = dict(index["matcher"])
+    for name in PACKED_FIELDS:
+        state[name] = _unpack(state[name])
+    matcher = Matcher.restore(state, records)
+    positions = index["positions"]
+    versions = _PositionVersions(positions, index["version_codes"], index["version_names"])
+    catalog = Catalog(releases=releases, covered=index["covered"])
+    return PanicLookup.from_prebuilt(catalog, matcher, positions, versions, index["under_review"])

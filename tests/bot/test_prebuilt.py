@@ -1,0 +1,213 @@
+"""A prebuilt catalog file answers as its source catalog does, reads only the records a lookup touches, and
+refuses stale, corrupt and foreign files (a smuggled pickle included)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import bot
+from bot.lookup import PanicLookup, result_json
+from bot.prebuilt import (
+    MAGIC,
+    LazyRecords,
+    PrebuiltError,
+    prebuilt_bytes,
+    read_prebuilt,
+    write_prebuilt,
+)
+from bot.records import Catalog, default_catalog, load_catalog
+from tests.bot.test_rust_runtime import EXPECTED
+from tests.support.release_pastes import release_cases
+from tests.support.runtime_pastes import runtime_cases
+
+SEEDS_FILE = Path(bot.__file__).parent / "data" / "default_catalog.jsonl"
+TYPED = ("avg pool 2d backward", "deform conv backward", "shpae mismatch", "not implemnted", "dtype")
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return default_catalog()
+
+
+@pytest.fixture(scope="module")
+def source(catalog: Catalog) -> PanicLookup:
+    return PanicLookup(catalog)
+
+
+@pytest.fixture(scope="module")
+def prebuilt_file(source: PanicLookup, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("prebuilt") / "embedded.pbcat"
+    write_prebuilt(source, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def prebuilt(prebuilt_file: Path) -> PanicLookup:
+    return read_prebuilt(prebuilt_file)
+
+
+def seed_pastes() -> list[str]:
+    """A header paste per seed record, at its file and line, and one without a location."""
+    pastes = []
+    for line in SEEDS_FILE.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)["record"]
+        where = f"{record.get('filePath') or 'src/lib.rs'}:{record.get('lineNumber') or 1}:9"
+        pastes.append(f"thread 'main' panicked at {where}:\n{record['errorMessage']}\n")
+        pastes.append(record["errorMessage"])
+    return pastes
+
+
+def assert_same_answers(source: PanicLookup, prebuilt: PanicLookup, texts: list[str]) -> None:
+    for text in texts:
+        want = source.lookup(text)
+        got = prebuilt.lookup(text)
+        assert result_json(got, prebuilt.site(got)) == result_json(want, source.site(want)), text[:200]
+        assert prebuilt.card(got) == source.card(want), text[:200]
+        for match in want.matches[:2]:
+            assert prebuilt.card(got, got.matches[want.matches.index(match)]) == source.card(want, match)
+
+
+def test_release_pastes_answer_the_same(catalog: Catalog, source: PanicLookup, prebuilt: PanicLookup) -> None:
+    cases = release_cases(catalog, seed=0, count=200)
+    assert_same_answers(source, prebuilt, [case.text for case in cases])
+
+
+def test_runtime_pastes_answer_the_same(catalog: Catalog, source: PanicLookup, prebuilt: PanicLookup) -> None:
+    cases = runtime_cases(catalog, EXPECTED, seed=0, count=120)
+    assert_same_answers(source, prebuilt, [case.text for case in cases])
+
+
+def test_seed_pastes_and_typed_queries_answer_the_same(source: PanicLookup, prebuilt: PanicLookup) -> None:
+    assert_same_answers(source, prebuilt, [*seed_pastes(), *TYPED])
+
+
+def test_records_ids_versions_and_cards_by_id_are_the_same(
+    source: PanicLookup, prebuilt: PanicLookup
+) -> None:
+    assert len(prebuilt.matcher) == len(source.matcher)
+    assert prebuilt.under_review == source.under_review
+    assert prebuilt.catalog.covered == source.catalog.covered
+    for position in range(0, len(source.matcher), 97):
+        record = source.matcher.records[position]
+        assert prebuilt.record(record.id) == record
+        assert prebuilt.dataset_version(record.id) == source.dataset_version(record.id)
+        assert prebuilt.card_for_record(record.id, 0.9) == source.card_for_record(record.id, 0.9)
+    assert prebuilt.record("no-such-id") is None
+
+
+def test_a_lookup_validates_only_the_records_it_touches(prebuilt_file: Path) -> None:
+    lookup = read_prebuilt(prebuilt_file)
+    records = lookup.matcher.records
+    assert isinstance(records, LazyRecords)
+    assert records.validations == 0
+    lookup.lookup(
+        "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:915:9:\n"
+        "Can't differentiate deform conv 2d backward.\n"
+    )
+    assert 0 < records.validations <= 40  # of thousands
+    assert len(records) > 5_000
+
+
+def test_a_jsonl_catalog_round_trips(tmp_path: Path) -> None:
+    """A JSONL catalog with no side tables: every record as loaded, typed queries answered alike."""
+    catalog = load_catalog([SEEDS_FILE])
+    source = PanicLookup(catalog)
+    path = tmp_path / "seeds.pbcat"
+    write_prebuilt(source, path)
+    prebuilt = read_prebuilt(path)
+    assert list(prebuilt.matcher.records) == catalog.records
+    assert_same_answers(source, prebuilt, [*seed_pastes()[:40], *TYPED])
+
+
+# --- refusals ------------------------------------------------------------------------------------------
+
+
+def _split(data: bytes) -> tuple[dict[str, Any], int]:
+    end = data.index(b"\n", len(MAGIC))
+    return json.loads(data[len(MAGIC) : end]), end + 1
+
+
+def _refused(path: Path, data: bytes, words: str) -> None:
+    path.write_bytes(data)
+    with pytest.raises(PrebuiltError) as refused:
+        read_prebuilt(path)
+    message = str(refused.value)
+    assert str(path) in message and "panicbot catalog build" in message and "\n" not in message
+    assert words in message
+
+
+@pytest.fixture(scope="module")
+def seeds_bytes() -> bytes:
+    return prebuilt_bytes(PanicLookup(load_catalog([SEEDS_FILE])))
+
+
+def test_a_foreign_file_is_refused(tmp_path: Path) -> None:
+    _refused(tmp_path / "x.pbcat", SEEDS_FILE.read_bytes(), "bad magic")
+    _refused(tmp_path / "x.pbcat", b"", "bad magic")
+    _refused(tmp_path / "x.pbcat", MAGIC + b"not json\n", "corrupt header")
+
+
+def test_a_stale_file_is_refused(tmp_path: Path, seeds_bytes: bytes) -> None:
+    header, body = _split(seeds_bytes)
+    header["fingerprint"] = "0" * 64
+    data = MAGIC + json.dumps(header).encode() + b"\n" + seeds_bytes[body:]
+    _refused(tmp_path / "stale.pbcat", data, "stale")
+
+
+def test_corrupt_files_are_refused(tmp_path: Path, seeds_bytes: bytes) -> None:
+    header, body = _split(seeds_bytes)
+    flipped = bytearray(seeds_bytes)
+    flipped[body + 100] ^= 0xFF  # in the index section
+    _refused(tmp_path / "flipped.pbcat", bytes(flipped), "sha256")
+    _refused(tmp_path / "short.pbcat", seeds_bytes[:-10], "corrupt header")
+    _refused(tmp_path / "long.pbcat", seeds_bytes + b"x", "size")
+    header["format"] = 99
+    data = MAGIC + json.dumps(header).encode() + b"\n" + seeds_bytes[body:]
+    _refused(tmp_path / "format.pbcat", data, "format 99")
+
+
+class _Smuggled:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, ("echo smuggled > /dev/null",))
+
+
+def _with_index(seeds_bytes: bytes, index: bytes) -> bytes:
+    """A well-formed file (right fingerprint and hash) around another index section."""
+    header, body = _split(seeds_bytes)
+    start, length = header["records_blob"]
+    blob = seeds_bytes[body + start : body + start + length]
+    header["index"] = [0, len(index)]
+    header["records_blob"] = [len(index), len(blob)]
+    header["index_sha256"] = hashlib.sha256(index).hexdigest()
+    return MAGIC + json.dumps(header).encode() + b"\n" + index + blob
+
+
+def test_a_pickle_smuggling_os_system_is_refused(
+    tmp_path: Path, seeds_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = pickle.dumps({"matcher": _Smuggled()}, protocol=5)
+    assert b"system" in index
+    called: list[object] = []
+    monkeypatch.setattr(os, "system", lambda *args: called.append(args) or 0)
+    monkeypatch.setattr(f"{os.name}.system", lambda *args: called.append(args) or 0)
+    _refused(tmp_path / "evil.pbcat", _with_index(seeds_bytes, index), "refused global")
+    assert called == []
+
+
+def test_an_index_of_another_shape_is_refused(tmp_path: Path, seeds_bytes: bytes) -> None:
+    _refused(tmp_path / "list.pbcat", _with_index(seeds_bytes, pickle.dumps([1, 2])), "expected shape")
+    _refused(tmp_path / "junk.pbcat", _with_index(seeds_bytes, b"\x80\x05junk"), "index refused")
+
+
+def test_a_missing_file_is_an_error_not_an_exception(tmp_path: Path) -> None:
+    with pytest.raises(PrebuiltError, match="cannot read"):
+        read_prebuilt(tmp_path / "absent.pbcat")
