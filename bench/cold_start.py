@@ -7,7 +7,11 @@ user's machine after the first run. Per size: wall time (min and median), CPU ti
 process's peak RSS (GNU time's %M), whole-process, loading included; RSS per record is measured against a
 one-record catalog run the same way. The embedded catalog (no `--catalog`) is measured too.
 
-    uv run python bench/cold_start.py [--sizes 1,1199,10000,100000] [--runs 5] [--shape plain]
+    uv run python bench/cold_start.py [--sizes 1,1199,10000,100000] [--runs 5] [--shape plain] [--prebuilt]
+
+With `--prebuilt`, a prebuilt catalog (`panicbot catalog build catalog-N.jsonl -o catalog-N.pbcat`) is built
+per size too, and `lookup --catalog catalog-N.pbcat` is measured beside the JSONL (its RSS per record against
+a one-record .pbcat; the build's time and the file's size are shown).
 
 Targets (issue 15): the embedded catalog <= 0.5 s wall; 100k records <= 1.5 s; <= 1.5 KB RSS per record.
 """
@@ -21,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,6 +90,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="1,1199,10000,100000")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--shape", choices=("plain", "releases"), default="plain")
+    parser.add_argument("--prebuilt", action="store_true", help="also build and measure a .pbcat per size")
     args = parser.parse_args()
     sizes = sorted({1, *bench_lookup.parse_sizes(args.sizes)})
     real, _ = bench_lookup.load_real_records()
@@ -98,19 +104,37 @@ def main() -> int:
     embedded = measure(None, args.runs)
     print(f"{'embedded':>12} {embedded['wall_min']:>11.2f} {embedded['wall_median']:>11.2f} "
           f"{embedded['cpu_min']:>11.2f} {embedded['rss'] / 2**20:>11.0f}", flush=True)  # fmt: skip
-    base_rss = 0.0
+    base_rss: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="panicbot-cold-") as folder:
         for size in sizes:
             path = Path(folder) / f"catalog-{size}.jsonl"
             write_catalog((real + synthetic)[:size], path)
-            row = measure(path, args.runs)
-            if size == 1:
-                base_rss = row["rss"]
-            per_record = "" if size == 1 else f"{(row['rss'] - base_rss) / size:,.0f} B"
-            print(f"{size:>12,} {row['wall_min']:>11.2f} {row['wall_median']:>11.2f} {row['cpu_min']:>11.2f} "
-                  f"{row['rss'] / 2**20:>11.0f} {per_record:>11}", flush=True)  # fmt: skip
-            path.unlink()
+            catalogs = [("", path)]
+            note = ""
+            if args.prebuilt:
+                prebuilt, seconds = build_prebuilt(path)
+                catalogs.append((" pbcat", prebuilt))
+                note = f"  (build {seconds:.2f} s, {prebuilt.stat().st_size / 2**20:.1f} MB)"
+            for kind, catalog in catalogs:
+                row = measure(catalog, args.runs)
+                if size == 1:
+                    base_rss[kind] = row["rss"]
+                per_record = "" if size == 1 else f"{(row['rss'] - base_rss[kind]) / size:,.0f} B"
+                label = f"{size:,}{kind}"
+                times = f"{row['wall_min']:>11.2f} {row['wall_median']:>11.2f} {row['cpu_min']:>11.2f}"
+                extra = note if kind else ""
+                print(f"{label:>12} {times} {row['rss'] / 2**20:>11.0f} {per_record:>11}{extra}", flush=True)
+                catalog.unlink()
     return 0
+
+
+def build_prebuilt(source: Path) -> tuple[Path, float]:
+    """`panicbot catalog build SOURCE -o SOURCE.pbcat` in a fresh process: the file and its seconds."""
+    target = source.with_suffix(".pbcat")
+    started = time.perf_counter()
+    command = [sys.executable, "-m", "adapters.cli.main", "catalog", "build", str(source), "-o", str(target)]
+    subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return target, time.perf_counter() - started
 
 
 if __name__ == "__main__":
