@@ -557,6 +557,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # a bug of ours: one clear line, not a traceback, and a distinct exit code
+        prebuilt = sys.modules.get("bot.prebuilt")
+        if prebuilt is not None and isinstance(exc, prebuilt.PrebuiltError):
+            # A record of a prebuilt file found corrupt when it is first read (the index was checked at load).
+            err.print(f"panicbot: {exc}", markup=False)
+            return EXIT_USAGE
         err.print(
             f"panicbot: internal error ({exc.__class__.__name__}: {exc}); please report it", markup=False
         )

@@ -102,3 +102,20 @@ def test_commands_that_need_the_sources_refuse_a_built_file(
         assert "prebuilt catalog" in capsys.readouterr().err
     code, _ = run(monkeypatch, ["catalog", "build", str(built), "-o", str(built.with_name("again.pbcat"))])
     assert code == EXIT_USAGE
+
+
+def test_a_corrupt_record_found_when_read_is_one_line_and_exit_2(
+    built: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the index is hashed at load; a record is checked when first read, and a damaged one is the same
+    one-line refusal, not an internal error."""
+    data = built.read_bytes()
+    tail = data.rindex(b'"id"')  # inside the last record of the blob
+    built.write_bytes(data[:tail] + b"\xff\xfe" + data[tail + 2 :])
+    last_id = [
+        json.loads(line)["record"]["id"] for line in SEEDS_FILE.read_text().splitlines() if line.strip()
+    ][-1]
+    code, out = run(monkeypatch, ["card", last_id, "--catalog", str(built)])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE, (out, err)
+    assert str(built) in err and "panicbot catalog build" in err and "internal error" not in err
