@@ -190,7 +190,10 @@ def _json_values(text: str) -> Iterable[tuple[int, Any | Exception]]:
             yield from enumerate(values, start=1)
             return
     whole: Any = None
-    if stripped.startswith("{") and "\n" in stripped.rstrip():
+    end = len(stripped)
+    while end and stripped[end - 1].isspace():  # not rstrip(): a copy of a 100 MB text holds the interpreter
+        end -= 1
+    if stripped.startswith("{") and stripped.find("\n", 0, end) != -1:
         # A pretty-printed single object spans lines; JSONL objects never do.
         try:
             whole = json.loads(text)
@@ -200,7 +203,20 @@ def _json_values(text: str) -> Iterable[tuple[int, Any | Exception]]:
             yield 1, whole
             return
     # Not splitlines(): JSON allows U+2028 and friends raw inside strings.
-    yield from _json_lines(enumerate(text.split("\n"), start=1))
+    yield from _json_lines(_numbered_lines(text))
+
+
+def _numbered_lines(text: str) -> Iterator[tuple[int, str]]:
+    """`enumerate(text.split("\n"), start=1)`, one line at a time (a split of a large catalog is one long
+    hold of the interpreter, and a list as long as the file)."""
+    start, number = 0, 1
+    while True:
+        end = text.find("\n", start)
+        if end == -1:
+            yield number, text[start:]
+            return
+        yield number, text[start:end]
+        start, number = end + 1, number + 1
 
 
 def _json_lines(lines: Iterable[tuple[int, str]]) -> Iterable[tuple[int, Any | Exception]]:

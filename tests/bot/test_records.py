@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import bot
@@ -370,3 +372,10 @@ def test_a_configmap_mount_is_read_once(tmp_path: Path) -> None:
     catalog = load_catalog([tmp_path])
     assert [e.record.id for e in catalog.entries] == ["a"]
     assert catalog.duplicates == []
+
+
+@given(st.text(alphabet="ab\n\r \u2028{}", max_size=60))
+def test_catalog_lines_are_numbered_as_a_split_numbers_them(text: str) -> None:
+    from bot.records import _numbered_lines
+
+    assert list(_numbered_lines(text)) == list(enumerate(text.split("\n"), start=1))
