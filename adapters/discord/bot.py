@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 import re
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -26,7 +27,7 @@ from adapters.discord import render
 from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
 from adapters.discord.settings import DiscordSettings
 from adapters.local_memory import ExpiringMap
-from bot import Card, Lookup, LookupResult
+from bot import Card, Lookup, LookupResult, Matcher
 
 log = logging.getLogger("panicbot.discord")
 
@@ -225,16 +226,17 @@ class PanicHandlers:
     ) -> None:
         self.client, self.settings, self.service, self.state = client, settings, service, state
         self.flows = chat.ChatFlows(PLATFORM, service, state, _reply_key)
-        self._keys_of: object = None
+        # The matcher the keys were made for, weakly: a reloaded catalog's old index is not kept alive here
+        # (the service frees it in steps, off the event loop).
+        self._keys_of: weakref.ref[Matcher] | None = None
         self._keys = render.RecordKeys(())
-        self._suggests_for: object = None
 
     @property
     def keys(self) -> render.RecordKeys:
         """Hashed record keys back to ids, for the catalog serving now (the service may reload it)."""
         matcher = self.service.matcher
-        if matcher is not self._keys_of:
-            self._keys_of, self._keys = matcher, render.RecordKeys(r.id for r in matcher.records)
+        if self._keys_of is None or self._keys_of() is not matcher:
+            self._keys_of, self._keys = weakref.ref(matcher), render.RecordKeys(r.id for r in matcher.records)
         return self._keys
 
     def _refused(self, exc: Exception, what: str, *context: object) -> None:
@@ -427,12 +429,8 @@ class PanicHandlers:
         await self.respond(interaction, message, ephemeral=not public)
 
     async def on_autocomplete(self, interaction: discord.Interaction[Any], current: str) -> list[Any]:
-        matcher = self.service.matcher
-        if matcher is not self._suggests_for:
-            # A catalog's suggestion index is built once, in a thread: never on the event loop.
-            await asyncio.to_thread(self.service.suggest, "", 1)
-            self._suggests_for = matcher
-        # In the lookup pool: a keystroke may run a lookup (the guesses for a typo) over a large catalog.
+        # In the lookup pool, never on the event loop: a catalog's suggestion index is built on its first
+        # keystroke, and a keystroke may run a lookup (the guesses for a typo) over a large catalog.
         choices = await self.flows.off_loop(functools.partial(autocomplete_choices, self.service, current))
         return [app_commands.Choice(name=name, value=value) for name, value in choices]
 

@@ -1102,3 +1102,23 @@ def test_settings_errors_name_the_variable_never_the_value(discord_env: pytest.M
     assert settings.discord_api_url == "http://127.0.0.1:9/api/v10"
     assert settings.discord_help_channel_ids == frozenset()
     assert TOKEN not in repr(settings)
+
+
+def test_the_handlers_keep_no_reloaded_catalog_alive() -> None:
+    """After a reload the service frees the old index in steps, off the event loop; the handlers' record
+    keys must not hold it (a strong reference made its last holder free it all at once, on the loop)."""
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    from adapters.discord.bot import PanicHandlers
+
+    service = SimpleNamespace(matcher=PanicLookup(seeds_catalog()).matcher)
+    handlers = PanicHandlers(None, None, service, DiscordState())  # type: ignore[arg-type]
+    first = handlers.keys
+    assert handlers.keys is first  # made once per catalog
+    old = weakref.ref(service.matcher)
+    service.matcher = PanicLookup(seeds_catalog()).matcher  # the reload, before any interaction
+    gc.collect()
+    assert old() is None
+    assert handlers.keys is not first  # the new catalog's keys on the next interaction
