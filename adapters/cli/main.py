@@ -79,11 +79,6 @@ def open_catalog(paths: Sequence[str], err: Console) -> Catalog:
     """The catalog at `paths` (the embedded data set when none); bad lines are reported, not fatal."""
     if not paths:
         return default_catalog()
-    if any(is_prebuilt_path(path) for path in paths):
-        raise UsageError(
-            f"{next(p for p in paths if is_prebuilt_path(p))} is a prebuilt catalog: this command reads the "
-            "JSONL sources it was built from (`panicbot lookup` and `card` read it)"
-        )
     catalog = load_catalog(paths)
     for problem in catalog.errors[:20]:
         err.print(f"[yellow]catalog:[/] {problem}", markup=True, highlight=False)
@@ -102,10 +97,7 @@ def open_lookup(paths: Sequence[str], err: Console) -> PanicLookup:
     if any(is_prebuilt_path(path) for path in paths):
         from adapters.cli.prebuilt_commands import open_prebuilt  # noqa: PLC0415
 
-        try:
-            return open_prebuilt(paths)
-        except PrebuiltUsageError as exc:
-            raise UsageError(str(exc)) from None
+        return open_prebuilt(paths)
     return PanicLookup(open_catalog(paths, err))
 
 
@@ -207,15 +199,9 @@ def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     if args.catalog_command == "build":
         from adapters.cli.prebuilt_commands import run_prebuilt_build  # noqa: PLC0415
 
-        try:
-            return run_prebuilt_build(args.sources, Path(args.output), out, sys.stderr)
-        except PrebuiltUsageError as exc:
-            raise UsageError(str(exc)) from None
+        return run_prebuilt_build(args.sources, Path(args.output), out, sys.stderr)
     if args.catalog_command in ("validate", "lint", "stats"):
-        try:
-            refuse_prebuilt(args.paths, f"catalog {args.catalog_command}")
-        except PrebuiltUsageError as exc:
-            raise UsageError(str(exc)) from None
+        refuse_prebuilt(args.paths, f"catalog {args.catalog_command}")
     console = Console(file=out, highlight=False)
     if args.catalog_command == "validate":
         return run_validate(args.paths, console)
@@ -347,7 +333,9 @@ def command_report(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     from adapters.storage import SqlStore, StorageError, upgrade_database  # noqa: PLC0415
 
     url = args.database_url or os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
-    catalog = open_catalog(catalog_paths(args.catalog, dict(os.environ)), err)
+    paths = catalog_paths(args.catalog, dict(os.environ))
+    refuse_prebuilt(paths, args.command)
+    catalog = open_catalog(paths, err)
     try:
         upgrade_database(url)
         store = SqlStore(url)
@@ -549,7 +537,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     }
     try:
         return handlers[args.command](args, out, err)
-    except UsageError as exc:
+    except (UsageError, PrebuiltUsageError) as exc:
         err.print(f"panicbot: {exc}", markup=False)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -96,7 +96,8 @@ def test_build_refuses_sources_with_bad_lines(
 def test_commands_that_need_the_sources_refuse_a_built_file(
     built: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for argv in (["catalog", "stats", str(built)], ["catalog", "validate", str(built)]):
+    stats, validate = ["catalog", "stats", str(built)], ["catalog", "validate", str(built)]
+    for argv in (stats, validate, ["report", "--catalog", str(built)]):
         code, _ = run(monkeypatch, argv)
         assert code == EXIT_USAGE
         assert "prebuilt catalog" in capsys.readouterr().err
