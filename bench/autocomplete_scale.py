@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import bench_lookup  # noqa: E402
-from bench.typed_scale import typed_fragment  # noqa: E402
 from bot.lookup import PanicLookup  # noqa: E402
 from bot.records import Catalog, CatalogEntry, Record  # noqa: E402
 
@@ -34,7 +33,7 @@ def keystrokes(records: list[Record], queries: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     typed: list[str] = []
     while len(typed) < queries:
-        made = typed_fragment(records[rng.randrange(len(records))].errorMessage, rng)
+        made = bench_lookup.typed_fragment(records[rng.randrange(len(records))].errorMessage, rng)
         if made is not None:
             typed.append(made[1] if rng.random() < 0.5 else made[1].lower())
     return [text[:end] for text in typed for end in range(2, len(text) + 1)]
@@ -76,15 +75,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
     sizes = bench_lookup.parse_sizes(args.sizes)
-    real, _ = bench_lookup.load_real_records()
-    bases = [record.model_dump() for record in real]
-    synthetic = list(bench_lookup.generate_synthetic(bases, max(0, max(sizes) - len(real)), 7))
+    records = bench_lookup.scaled_records(max(sizes))
     print(
         f"{'records':>9} {'keys':>6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'CPU p99':>8} {'index s':>8}"
     )
     ok = True
     for size in sizes:
-        row = measure((real + synthetic)[:size], args.queries, args.seed)
+        row = measure(records[:size], args.queries, args.seed)
         ok = ok and (size < 1_000_000 or row["p99_ms"] <= TARGET_P99_MS)
         figures = (row[key] for key in ("p50_ms", "p99_ms", "max_ms", "cpu_p99_ms", "build_s"))
         print(

@@ -287,6 +287,15 @@ _STD_PANICS = (
 )
 
 
+def scaled_records(largest: int, shape: str = "plain") -> list[Record]:
+    """The real records then synthetic ones up to `largest` (seed 7): every smaller size is a prefix.
+    `shape` "releases" gives each synthetic message 10 x 8 copies, as `--shape releases` does."""
+    real, _ = load_real_records()
+    bases = [record.model_dump() for record in real]
+    copies = {"releases": 10, "files": 8} if shape == "releases" else {}
+    return real + list(generate_synthetic(bases, max(0, largest - len(real)), 7, **copies))
+
+
 def fill(message: str, rng: random.Random) -> str:
     """The message as Rust prints it: every placeholder replaced by a plausible value."""
     out = []
@@ -323,6 +332,13 @@ def _typo(word: str, rng: random.Random) -> str:
 
 def typo_fragment(message: str, rng: random.Random) -> str | None:
     """3-5 consecutive literal words of the message, one of them misspelt."""
+    made = typed_fragment(message, rng)
+    return None if made is None else made[0]
+
+
+def typed_fragment(message: str, rng: random.Random) -> tuple[str, str] | None:
+    """(what is typed, the words it was taken from): 3-5 consecutive literal words of the message, one of
+    four letters or more misspelt, half of them lower-cased."""
     runs: list[list[str]] = []
     for is_ph, text in split_message(message):
         if is_ph:
@@ -336,12 +352,13 @@ def typo_fragment(message: str, rng: random.Random) -> str | None:
     length = min(len(run), rng.randint(3, 5))
     start = rng.randrange(len(run) - length + 1)
     words = run[start : start + length]
+    original = " ".join(words)
     long = [i for i, w in enumerate(words) if len(w) >= 4 and w.isalpha()]
     if long:
         i = rng.choice(long)
         words[i] = _typo(words[i], rng)
     text = " ".join(words)
-    return text.lower() if rng.random() < 0.5 else text
+    return (text.lower() if rng.random() < 0.5 else text), original
 
 
 @dataclass(frozen=True)

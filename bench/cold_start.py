@@ -93,10 +93,7 @@ def main() -> int:
     parser.add_argument("--prebuilt", action="store_true", help="also build and measure a .pbcat per size")
     args = parser.parse_args()
     sizes = sorted({1, *bench_lookup.parse_sizes(args.sizes)})
-    real, _ = bench_lookup.load_real_records()
-    bases = [record.model_dump() for record in real]
-    copies = {"releases": 10, "files": 8} if args.shape == "releases" else {}
-    synthetic = list(bench_lookup.generate_synthetic(bases, max(0, max(sizes) - len(real)), 7, **copies))
+    records = bench_lookup.scaled_records(max(sizes), args.shape)
     load = os.getloadavg()[0]
     print(f"fresh `panicbot lookup` per run, {args.runs} runs, shape {args.shape}; load average {load:.2f}")
     columns = ("wall min s", "wall med s", "CPU min s", "peak RSS MB", "RSS/record")
@@ -108,7 +105,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="panicbot-cold-") as folder:
         for size in sizes:
             path = Path(folder) / f"catalog-{size}.jsonl"
-            write_catalog((real + synthetic)[:size], path)
+            write_catalog(records[:size], path)
             catalogs = [("", path)]
             note = ""
             if args.prebuilt:

@@ -33,28 +33,6 @@ from bot.records import Record  # noqa: E402
 TARGET = 0.95
 
 
-def typed_fragment(message: str, rng: random.Random) -> tuple[str, str] | None:
-    """(what is typed, the words it was taken from): bench_lookup.typo_fragment, keeping the original."""
-    runs = []
-    for is_placeholder, text in bench_lookup.split_message(message):
-        words = [] if is_placeholder else [word for word in bench_lookup.unbrace(text).split() if word]
-        if len(words) >= 3:
-            runs.append(words)
-    if not runs:
-        return None
-    run = rng.choice(runs)
-    length = min(len(run), rng.randint(3, 5))
-    start = rng.randrange(len(run) - length + 1)
-    words = run[start : start + length]
-    original = " ".join(words)
-    long = [i for i, word in enumerate(words) if len(word) >= 4 and word.isalpha()]
-    if long:
-        i = rng.choice(long)
-        words = [*words[:i], bench_lookup._typo(words[i], rng), *words[i + 1 :]]
-    typed = " ".join(words)
-    return (typed.lower() if rng.random() < 0.5 else typed), original
-
-
 def folded(text: str) -> str:
     return " ".join(bench_lookup.unbrace(text).lower().split())
 
@@ -69,7 +47,7 @@ def measure(records: list[Record], queries: int, seed: int) -> dict[str, float]:
     counts = {"right": 0, "wrong": 0, "unanswered": 0}
     latencies: list[float] = []
     while sum(counts.values()) < queries:
-        made = typed_fragment(records[rng.randrange(len(records))].errorMessage, rng)
+        made = bench_lookup.typed_fragment(records[rng.randrange(len(records))].errorMessage, rng)
         if made is None:
             continue
         typed, original = made
@@ -100,16 +78,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
     sizes = bench_lookup.parse_sizes(args.sizes)
-    real, _ = bench_lookup.load_real_records()
-    bases = [record.model_dump() for record in real]
-    copies = {"releases": 10, "files": 8} if args.shape == "releases" else {}
-    synthetic = list(bench_lookup.generate_synthetic(bases, max(0, max(sizes) - len(real)), 7, **copies))
+    records = bench_lookup.scaled_records(max(sizes), args.shape)
     print(f"typed queries with one typo, {args.queries} per size, shape {args.shape}")
     header = ("records", "right", "wrong", "unans.", "right %", "p50 ms", "p99 ms", "build s")
     print(f"{header[0]:>9} " + " ".join(f"{name:>{max(6, len(name))}}" for name in header[1:]))
     verdicts = []
     for size in sizes:
-        row = measure((real + synthetic)[:size], args.queries, args.seed)
+        row = measure(records[:size], args.queries, args.seed)
         verdicts.append(size < 100_000 or row["share"] >= TARGET)
         print(f"{size:>9,} {row['right']:>6} {row['wrong']:>6} {row['unanswered']:>6} {row['share']:>8.1%} "
               f"{row['p50_ms']:>7.2f} {row['p99_ms']:>7.2f} {row['build_s']:>7.1f}", flush=True)  # fmt: skip
