@@ -25,7 +25,7 @@ import sys
 import time
 import tracemalloc
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -535,6 +535,26 @@ def run_panicbot(
     return out
 
 
+def timed_baseline(
+    texts: Sequence[str], budget_s: float, minimum: int, top: Callable[[str], int | None]
+) -> tuple[list[int], list[int | None]]:
+    """A baseline's `top(text)` per query, timed (message extraction included), until the budget is spent
+    and at least `minimum` queries are done: (latencies in ns, top record per query)."""
+    latencies: list[int] = []
+    tops: list[int | None] = []
+    clock = time.perf_counter_ns
+    gc.collect()
+    deadline = time.perf_counter() + budget_s
+    for text in texts:
+        if len(latencies) >= minimum and time.perf_counter() > deadline:
+            break
+        t0 = clock()
+        found = top(text)
+        latencies.append(clock() - t0)
+        tops.append(found)
+    return latencies, tops
+
+
 def run_regex_baseline(
     records: Sequence[Record], texts: Sequence[str], budget_s: float, minimum: int
 ) -> tuple[float, list[int], list[int | None]]:
@@ -550,20 +570,13 @@ def run_regex_baseline(
             continue
         owners.append(index)
     prep = time.perf_counter() - start
-    latencies: list[int] = []
-    tops: list[int | None] = []
-    clock = time.perf_counter_ns
-    gc.collect()
-    deadline = time.perf_counter() + budget_s
-    for text in texts:
-        if len(latencies) >= minimum and time.perf_counter() > deadline:
-            break
-        t0 = clock()
+
+    def top(text: str) -> int | None:
         message = baseline_message(text)
         hits = [i for i, fullmatch in enumerate(fullmatchers) if fullmatch(message)]
-        latencies.append(clock() - t0)
-        tops.append(owners[hits[0]] if hits else None)
-    return prep, latencies, tops
+        return owners[hits[0]] if hits else None
+
+    return (prep, *timed_baseline(texts, budget_s, minimum, top))
 
 
 def run_re2_set_baseline(
@@ -595,20 +608,13 @@ def run_re2_set_baseline(
         current.Compile()
         sets.append((current, owners))
     prep = time.perf_counter() - start
-    latencies: list[int] = []
-    tops: list[int | None] = []
-    clock = time.perf_counter_ns
-    gc.collect()
-    deadline = time.perf_counter() + budget_s
-    for text in texts:
-        if len(latencies) >= minimum and time.perf_counter() > deadline:
-            break
-        t0 = clock()
+
+    def top(text: str) -> int | None:
         message = baseline_message(text).encode()
         hits = [owners[i] for compiled, owners in sets for i in compiled.Match(message) or ()]
-        latencies.append(clock() - t0)
-        tops.append(min(hits) if hits else None)
-    return prep, latencies, tops
+        return min(hits) if hits else None
+
+    return (prep, *timed_baseline(texts, budget_s, minimum, top))
 
 
 def run_hyperscan_baseline(
@@ -640,27 +646,17 @@ def run_hyperscan_baseline(
         ids = list(range(len(kept)))
         database.compile(expressions=expressions, ids=ids, flags=[flags] * len(expressions))
     prep = time.perf_counter() - start
-    latencies: list[int] = []
-    tops: list[int | None] = []
-    clock = time.perf_counter_ns
-    gc.collect()
-    deadline = time.perf_counter() + budget_s
-    for text in texts:
-        if len(latencies) >= minimum and time.perf_counter() > deadline:
-            break
+
+    def top(text: str) -> int | None:
         hits: list[int] = []
 
-        def found(
-            pattern_id: int, _start: int, _end: int, _flags: int, _context: object, hits: list[int] = hits
-        ) -> None:
+        def found(pattern_id: int, _start: int, _end: int, _flags: int, _context: object) -> None:
             hits.append(owners[pattern_id])
 
-        t0 = clock()
-        message = baseline_message(text).encode()
-        database.scan(message, match_event_handler=found)
-        latencies.append(clock() - t0)
-        tops.append(min(hits) if hits else None)
-    return prep, latencies, tops
+        database.scan(baseline_message(text).encode(), match_event_handler=found)
+        return min(hits) if hits else None
+
+    return (prep, *timed_baseline(texts, budget_s, minimum, top))
 
 
 def run_rapidfuzz_baseline(
@@ -670,19 +666,12 @@ def run_rapidfuzz_baseline(
     start = time.perf_counter()
     messages = [record.errorMessage for record in records]
     prep = time.perf_counter() - start
-    latencies: list[int] = []
-    tops: list[int | None] = []
-    clock = time.perf_counter_ns
-    gc.collect()
-    deadline = time.perf_counter() + budget_s
-    for text in texts:
-        if len(latencies) >= minimum and time.perf_counter() > deadline:
-            break
-        t0 = clock()
+
+    def top(text: str) -> int | None:
         found = process.extractOne(baseline_message(text), messages)
-        latencies.append(clock() - t0)
-        tops.append(found[2] if found else None)
-    return prep, latencies, tops
+        return found[2] if found else None
+
+    return (prep, *timed_baseline(texts, budget_s, minimum, top))
 
 
 def _profile_tables(profiler: cProfile.Profile, size: int, what: str, per: int, unit: str) -> list[Any]:
