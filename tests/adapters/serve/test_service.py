@@ -76,6 +76,13 @@ async def stopped(service: Service, task: asyncio.Task[None]) -> None:
     await asyncio.wait_for(task, timeout=10)
 
 
+def slack_over_http(env: pytest.MonkeyPatch, fake: FakeSlack) -> None:
+    """The Slack settings of a service in HTTP mode whose Web API is `fake`."""
+    env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+    env.setenv("SLACK_API_URL", fake.api_url)
+
+
 def test_health_readiness_and_metrics_endpoints(clean_env: pytest.MonkeyPatch) -> None:
     async def scenario() -> None:
         service = Service(settings(panicbot_catalog=str(SEEDS)), [])
@@ -104,9 +111,7 @@ def test_health_readiness_and_metrics_endpoints(clean_env: pytest.MonkeyPatch) -
 def test_slack_over_http_through_the_service_counts_lookups(clean_env: pytest.MonkeyPatch) -> None:
     async def scenario() -> None:
         async with FakeSlack(BOT_TOKEN) as fake:
-            clean_env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
-            clean_env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-            clean_env.setenv("SLACK_API_URL", fake.api_url)
+            slack_over_http(clean_env, fake)
             service = Service(settings(), ["slack"], slack_http=True)
             task, base = await started(service)
             body = urlencode(slash_command(AVG_POOL_PASTE, fake.response_url()))
@@ -144,9 +149,7 @@ def test_slack_web_api_calls_share_one_connection_pool(clean_env: pytest.MonkeyP
 
     async def scenario() -> None:
         async with FakeSlack(BOT_TOKEN) as fake:
-            clean_env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
-            clean_env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-            clean_env.setenv("SLACK_API_URL", fake.api_url)
+            slack_over_http(clean_env, fake)
             service = Service(settings(), ["slack"], slack_http=True)
             task, base = await started(service)
             async with aiohttp.ClientSession() as http:
@@ -167,9 +170,7 @@ def test_stopping_lets_a_slack_reply_in_flight_finish(clean_env: pytest.MonkeyPa
 
     async def scenario() -> None:
         async with FakeSlack(BOT_TOKEN) as fake:
-            clean_env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
-            clean_env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-            clean_env.setenv("SLACK_API_URL", fake.api_url)
+            slack_over_http(clean_env, fake)
             service = Service(settings(panicbot_shutdown_grace_seconds=5), ["slack"], slack_http=True)
             task, base = await started(service)
             fake.rate_limit("chat.postMessage", retry_after=1)
