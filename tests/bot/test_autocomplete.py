@@ -147,3 +147,20 @@ def test_suggest_reads_no_guesses_when_the_typed_text_fills_the_list(monkeypatch
 
     monkeypatch.setattr(service, "lookup", no_lookup)
     assert len(service.suggest("tensor")) == 25
+
+
+def test_over_the_word_and_posting_budgets_a_fragment_narrows_nothing_and_answers_stay_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bot import autocomplete
+
+    monkeypatch.setattr(autocomplete, "FULL_SCAN_RECORDS", 100)
+    records = embedded().matcher.records
+    for budget in ("WORD_BUDGET", "POSTING_BUDGET"):
+        with monkeypatch.context() as patched:
+            patched.setattr(autocomplete, budget, 1)
+            index = Autocomplete(records)
+            assert index._records_holding("shape") is None  # held by more than one word / record
+            got = index.by_message("shape", 10)
+            assert len(got) == 10 and all("shape" in r.errorMessage.lower() for r in got)
+    assert Autocomplete(records)._records_holding("shape") is not None  # within the budgets it narrows
