@@ -16,6 +16,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, cast
 
 import numpy as np
@@ -97,6 +98,9 @@ NEAR_LONG = 5
 # A text of up to this many words is read word by word against each candidate it compares (typed queries);
 # longer ones (pastes) keep the summed word weights.
 ALIGN_MAX_WORDS = 16
+# A group of more records than this (one message in many releases and files) is not ranked whole: only its
+# first records and those in a file of the pasted name can be among the ranked (`Matcher._expand`).
+LARGE_GROUP = 24
 _RECORD_ID = np.dtype(f"=u{array('I').itemsize}")  # postings are array("I") of record positions
 
 
@@ -168,6 +172,22 @@ class LookupResult:
         return "matched" if self.best else "no_known_record"
 
 
+@dataclass(frozen=True, slots=True)
+class _GroupHit:
+    """What one group's pattern matched: the same evidence for each of its records."""
+
+    hit: PatternHit
+    points: float
+    text: str  # the matched part of the message
+    message_length: int  # of the message form the hit is in
+
+    def credit(self, found: _Evidence) -> None:
+        if self.points > found.pattern_points:
+            found.hit, found.pattern_points = self.hit, self.points
+            found.hit_text = self.text
+            found.message_length = self.message_length
+
+
 @dataclass(slots=True)
 class _Evidence:
     hit: PatternHit | None = None
@@ -203,6 +223,9 @@ class Matcher:
         self._group_keys: list[LiteralPattern | str] = []
         self._member_start = array("I")
         self._members = array("I")
+        # A large group's records by file name, for the few a pasted location can lift (see `_expand`).
+        self._large_group_files: dict[int, dict[str, array[int]]] = {}
+        self._record_group = array("I")  # each record's group
         self._regex_sets = RegexSets()  # the groups with a regex of their own, found by RE2 Sets
         self._specificity = array("H")
         self._placeholders = array("H")
@@ -252,6 +275,7 @@ class Matcher:
             else:
                 key = self._group_keys[group]  # one key object per group
             members[group].append(index)
+            self._record_group.append(group)
             parts = path_parts(record.filePath or "")
             same_file = by_path.get(parts)
             if same_file is None:
@@ -266,9 +290,16 @@ class Matcher:
             self._specificity.append(specific)
             self._placeholders.append(min(len(segments) - 1, 0xFFFF))
             self._words.append(min(len(every), 0xFFFF))
-        for group_members in members:
+        for group, group_members in enumerate(members):
             self._member_start.append(len(self._members))
             self._members.extend(group_members)
+            if len(group_members) > LARGE_GROUP:
+                by_name: dict[str, array[int]] = {}
+                for index in group_members:
+                    parts = self._paths[index]
+                    if parts:
+                        by_name.setdefault(parts[-1], array("I")).append(index)
+                self._large_group_files[group] = by_name
         self._member_start.append(len(self._members))
         # Rarest first: fewest records, then longest, then alphabetical (a stable order across builds).
         order = sorted(postings, key=lambda token: (len(postings[token]), -len(token), token))
@@ -436,18 +467,23 @@ class Matcher:
     def _rank_panic(self, panic: Panic, panic_index: int, limit: int) -> tuple[Match, ...]:
         variants = message_variants(panic.message[:MAX_QUERY_CHARS]) if panic.message else []
         evidence: dict[int, _Evidence] = {}
-        self._pattern_evidence(variants, evidence)
+        kept = _kept(limit)
+        parts = path_parts(panic.location.path) if panic.location is not None else ()
+        group_hits = self._pattern_evidence(variants, evidence, kept, parts[-1] if parts else None)
         # Location points can lift any candidate, unless no record is in a file of that name.
         bounded = panic.location is None or not self._knows_file_name(panic.location)
         if variants and not _decided_by_patterns(evidence, self._keys, bounded):
             # A typo or a typed query: only a weak pattern (a short word inside) or none met the text.
-            self._fuzzy_evidence(variants, evidence, max(limit, 1) + FUZZY_RIVALS, bounded)
+            self._fuzzy_evidence(variants, evidence, max(limit, 1) + FUZZY_RIVALS, bounded, group_hits)
         if panic.location is not None:
             self._location_evidence(panic.location, evidence)
-        scored = sorted(evidence.items(), key=lambda item: (-item[1].score, item[0]))[: _kept(limit)]
+        scored = sorted(evidence.items(), key=lambda item: (-item[1].score, item[0]))[:kept]
         decided = []
-        for position, (record_index, found) in enumerate(scored):
-            rival = _rival(scored, position, self._keys)
+        # A candidate's rival is the best one with another message (same-message sites are not rivals).
+        best_key = self._keys[scored[0][0]] if scored else None
+        other = _best_other(scored, self._keys)
+        for record_index, found in scored:
+            rival = other if self._keys[record_index] == best_key else (scored[0][1], scored[0][0])
             confidence = self._confidence(found, record_index, rival, panic)
             known = confidence >= KNOWN_MIN_CONFIDENCE and (
                 found.hit is not None or _text_alone_is_enough(found, panic)
@@ -483,9 +519,14 @@ class Matcher:
             reasons.append(Reason("text", detail))
         return tuple(reasons)
 
-    def _pattern_evidence(self, variants: list[str], evidence: dict[int, _Evidence]) -> None:
+    def _pattern_evidence(
+        self, variants: list[str], evidence: dict[int, _Evidence], kept: int, file_name: str | None
+    ) -> dict[int, _GroupHit]:
         """Verify every group whose anchor words the message holds (the few without an anchor, and the
-        regexes an RE2 Set found): once per distinct pattern, however many records carry it."""
+        regexes an RE2 Set found): once per distinct pattern, however many records carry it. Each matched
+        group's records that can be ranked get its evidence (`_expand`); what each group matched is
+        returned, for the others found later by their text."""
+        group_hits: dict[int, _GroupHit] = {}
         words: set[str] = set()
         for variant in variants:
             words.update(tokens(variant))
@@ -523,18 +564,27 @@ class Matcher:
                     break
             if best is None:
                 continue
-            start, stop = self._member_start[group], self._member_start[group + 1]
-            first = self._members[start]
+            first = self._members[self._member_start[group]]
             points = _pattern_points(best, self._specificity[first], self._placeholders[first])
-            hit_text = best_text[best.start : best.end]
-            for record_index in self._members[start:stop]:
+            group_hit = _GroupHit(best, points, best_text[best.start : best.end], len(best_text))
+            group_hits[group] = group_hit
+            for record_index in self._expand(group, kept, file_name):
                 found = evidence.get(record_index)
                 if found is None:
                     evidence[record_index] = found = _Evidence()
-                if points > found.pattern_points:
-                    found.hit, found.pattern_points = best, points
-                    found.hit_text = hit_text
-                    found.message_length = len(best_text)
+                group_hit.credit(found)
+        return group_hits
+
+    def _expand(self, group: int, kept: int, file_name: str | None) -> Iterable[int]:
+        """The records of a matched group that can be among the `kept` best: all of a small group; of a
+        large one, its first `kept` records (the rest score as they do and rank after them, by position)
+        and those in a file named as the pasted one (the only ones location points can lift)."""
+        start, stop = self._member_start[group], self._member_start[group + 1]
+        if stop - start <= LARGE_GROUP:
+            return self._members[start:stop]
+        first = self._members[start : start + kept]
+        nearby = self._large_group_files[group].get(file_name) if file_name else None
+        return first if not nearby else chain(first, nearby)
 
     def _location_evidence(self, location: Location, evidence: dict[int, _Evidence]) -> None:
         """Location points for every candidate, and the pasted file's records nearest the pasted line as
@@ -621,7 +671,12 @@ class Matcher:
         return Reason("location", detail)
 
     def _fuzzy_evidence(
-        self, variants: list[str], evidence: dict[int, _Evidence], keep: int, bounded: bool
+        self,
+        variants: list[str],
+        evidence: dict[int, _Evidence],
+        keep: int,
+        bounded: bool,
+        group_hits: dict[int, _GroupHit],
     ) -> None:
         """Typed queries and typos: IDF-weighted words (typos corrected against the index's vocabulary),
         then rapidfuzz similarity of the literal text on the best few."""
@@ -643,9 +698,17 @@ class Matcher:
         # suggestions listed differ (measured: half the time the p99 of typed queries at 100k records).
         # Not with a location, whose points may lift any candidate.
         kept: list[float] = []  # a min-heap of the best `keep` similarities
+        # One message in many files and releases is one text: its words are aligned once.
+        aligned: dict[str, float] = {}
+        similarity_to = _TextSimilarity(query)
         for record_index, weight in _best_covered(ids, sums, FUZZY_CANDIDATES):
             coverage = min(1.0, weight / total)
             found = evidence.get(record_index)
+            if found is None and group_hits:
+                group_hit = group_hits.get(self._record_group[record_index])
+                if group_hit is not None:  # a record of a large matched group left out of the ranking
+                    evidence[record_index] = found = _Evidence()
+                    group_hit.credit(found)
             needed = 0.0
             if bounded and found is None and len(kept) >= keep:
                 needed = (kept[0] - 0.5 * coverage) / 0.5
@@ -654,9 +717,12 @@ class Matcher:
             literal = self._literal(record_index)
             if align and coverage < 1.0:
                 # The summed coverage decided which candidates are read; read, their words are aligned.
-                coverage = max(coverage, _aligned_coverage(words, literal) / total)
+                covered = aligned.get(literal)
+                if covered is None:
+                    covered = aligned[literal] = _aligned_coverage(words, literal)
+                coverage = max(coverage, covered / total)
                 needed = max(0.0, needed - (coverage - min(1.0, weight / total)))
-            text_score = _text_similarity(query, literal, needed)
+            text_score = similarity_to(literal, needed)
             similarity = 0.5 * coverage + 0.5 * text_score
             if needed > 0.0 and similarity <= kept[0]:
                 continue
@@ -958,28 +1024,41 @@ def _idf(document_frequency: int, count: int) -> float:
     return math.log(1.0 + count / max(document_frequency, 1))
 
 
-def _text_similarity(query: str, literal: str, cutoff: float = 0.0) -> float:
-    """0..1; 0 when below `cutoff` (rapidfuzz gives up early on those)."""
-    least = max(0.0, cutoff) * 100.0
-    # A typed fragment is shorter than the message: compare it with the best-aligned part.
-    if len(query) < len(literal):
-        score = fuzz.partial_ratio(query, literal, score_cutoff=least)
-    else:
-        score = fuzz.ratio(query, literal, score_cutoff=least)
-    # The same words in another order explain a typed fragment a little less than the fragment itself: of
-    # two messages holding all its words, the one holding them as typed comes first.
-    unordered = fuzz.token_set_ratio(query, literal, score_cutoff=least) * UNORDERED_WORDS_CREDIT
-    return max(score, unordered) / 100.0
+class _TextSimilarity:
+    """0..1 similarity of a query with record texts; 0 when below a cutoff (rapidfuzz gives up early on
+    those). One message in many files and releases is one text: each text is compared once per query, and
+    a later, higher cutoff is answered from the parts computed with a lower one."""
+
+    def __init__(self, query: str) -> None:
+        self.query = query
+        self._parts: dict[str, tuple[float, float, float]] = {}  # text: (cutoff, in order, unordered)
+
+    def __call__(self, literal: str, cutoff: float = 0.0) -> float:
+        least = max(0.0, cutoff) * 100.0
+        known = self._parts.get(literal)
+        if known is not None and known[0] <= least:
+            # Each part is exact when at or above the cutoff it was computed with, else 0: below it, and
+            # so below this one too.
+            ordered, unordered = (part if part >= least else 0.0 for part in known[1:])
+        else:
+            # A typed fragment is shorter than the message: compare it with the best-aligned part.
+            if len(self.query) < len(literal):
+                ordered = fuzz.partial_ratio(self.query, literal, score_cutoff=least)
+            else:
+                ordered = fuzz.ratio(self.query, literal, score_cutoff=least)
+            unordered = fuzz.token_set_ratio(self.query, literal, score_cutoff=least)
+            self._parts[literal] = (least, ordered, unordered)
+        # The same words in another order explain a typed fragment a little less than the fragment itself:
+        # of two messages holding all its words, the one holding them as typed comes first.
+        return max(ordered, unordered * UNORDERED_WORDS_CREDIT) / 100.0
 
 
-def _rival(
-    scored: list[tuple[int, _Evidence]], position: int, keys: list[LiteralPattern | str]
+def _best_other(
+    scored: list[tuple[int, _Evidence]], keys: list[LiteralPattern | str]
 ) -> tuple[_Evidence, int] | None:
-    """The best other candidate with a different message (and its record): same-message sites are not
-    rivals."""
-    own = keys[scored[position][0]]
-    for index, (record_index, found) in enumerate(scored):
-        if index != position and keys[record_index] != own:
+    """The best candidate (and its record) whose message is not the best one's."""
+    for record_index, found in scored[1:]:
+        if keys[record_index] != keys[scored[0][0]]:
             return found, record_index
     return None
 

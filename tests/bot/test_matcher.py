@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.matcher import Matcher
+from bot.matcher import LookupResult, Matcher
 from bot.records import Record
 from bot.rust_messages import pattern_from_message
 
@@ -392,6 +392,62 @@ def test_a_message_with_many_copies_is_verified_once(monkeypatch: pytest.MonkeyP
     matched = {m.record.id for m in result.matches if m.reasons and m.reasons[0].signal == "pattern"}
     assert {c.id for c in copies} <= matched
     assert result.best is not None and result.best.record.id == "avgpool"  # the pasted site still wins
+
+
+def test_a_message_in_hundreds_of_files_ranks_only_the_copies_that_can_win(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A message in 300 files of 30 releases: a lookup scores the copies that can be shown (the first ones,
+    and those in a file named as the pasted one), not all 300; the answers are those of scoring every copy."""
+    import bot.matcher as matcher_module
+
+    message = "Can't differentiate avg pool 2d backward."
+    rival = "Can't differentiate avg pool 3d backward."
+    copies = [
+        record(f"copy-{release}-{name}", text, f"crates/burn-r{release}/src/ops/{name}.rs", 900 + release)
+        for release in range(30)
+        for name in ("module", "pool", "grad", "base", "tensor", "conv", "other", "misc", "a", "b")
+        for text in (message, rival)
+    ]
+    catalog = [*copies, *CATALOG]
+    pastes = [
+        header("crates/burn-r7/src/ops/pool.rs", 907, message),  # one release's file
+        header("/home/u/.cargo/registry/src/x/burn-r99/src/ops/pool.rs", 930, message),  # another release
+        header(MODULE, 1498, message),  # the catalog's own site of the message
+        message,  # no location
+        "differentiate avg pool 3d backwrd",  # typed, with a typo
+        header("src/main.rs", 3, "avg pool 2d backward went wrong"),
+    ]
+    scored_records: list[int] = []
+    location_points = Matcher._location_points
+
+    def counted(self: Matcher, record_index: int, *args: Any) -> float:
+        scored_records.append(record_index)
+        return location_points(self, record_index, *args)
+
+    def answers(paste: str, limit: int) -> tuple[LookupResult, int]:
+        scored_records.clear()
+        return matcher.lookup(paste, limit=limit), len(scored_records)
+
+    monkeypatch.setattr(Matcher, "_location_points", counted)
+    with monkeypatch.context() as whole:
+        whole.setattr(matcher_module, "LARGE_GROUP", 10**9)
+        matcher = Matcher(catalog)
+        wanted = {(paste, limit): answers(paste, limit) for paste in pastes for limit in (1, 5, 40)}
+    matcher = Matcher(catalog)
+    for paste in pastes:
+        for limit in (1, 5, 40):
+            got, seen = answers(paste, limit)
+            want, seen_whole = wanted[paste, limit]
+            assert [(m.record.id, m.score, m.confidence, m.known, m.reasons) for m in got.matches] == [
+                (m.record.id, m.score, m.confidence, m.known, m.reasons) for m in want.matches
+            ], paste
+            assert got.auto_reply == want.auto_reply
+            if paste in pastes[:3] and limit == 5:
+                # Each message's first 13 copies and its 30 in files named like the pasted one, at most.
+                assert seen <= 2 * (13 + 30) + len(CATALOG) < seen_whole, (paste, seen)
+    result = matcher.lookup(pastes[0])
+    assert result.best is not None and result.best.record.id == "copy-7-pool"
 
 
 def test_regexes_are_found_by_a_set_and_compile_only_when_met(monkeypatch: pytest.MonkeyPatch) -> None:
