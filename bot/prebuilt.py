@@ -22,11 +22,11 @@ import importlib
 import io
 import itertools
 import json
-import mmap
 import os
 import pickle
 import sys
 import threading
+import weakref
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -241,12 +241,19 @@ class _Section(io.RawIOBase):
 
 class LazyRecords(Sequence[Record]):
     """The records of a prebuilt file, validated (`Record.model_validate_json`) when one is read, the last
-    RECORD_CACHE_SIZE kept. The file is memory-mapped: a record never read costs no memory."""
+    RECORD_CACHE_SIZE kept. Each is read from the open file when needed (`os.pread`): a record never read
+    costs no memory. The file stays open as it was opened, so replacing it (a rename, as `catalog build`
+    writes) changes nothing here; one overwritten in place gives records that no longer fit the index,
+    refused (`PrebuiltError`) instead of answered, and never a crash of a memory-mapped read."""
 
-    def __init__(self, blob: mmap.mmap, start: int, offsets: array[int], source: str) -> None:
-        self._blob = blob
+    def __init__(
+        self, handle: IO[bytes], start: int, offsets: array[int], positions: Mapping[str, int], source: str
+    ) -> None:
+        self._fd = os.dup(handle.fileno())
+        self._closer = weakref.finalize(self, os.close, self._fd)
         self._start = start
         self._offsets = offsets
+        self._positions = positions
         self._source = source
         self._cache: dict[int, Record] = {}
         self._lock = threading.Lock()
@@ -275,13 +282,22 @@ class LazyRecords(Sequence[Record]):
         if found is not None:
             return found
         start = self._start + self._offsets[index]
-        end = self._start + self._offsets[index + 1]
+        length = self._offsets[index + 1] - self._offsets[index]
         try:
-            record = Record.model_validate_json(self._blob[start:end])
+            record = Record.model_validate_json(os.pread(self._fd, length, start))
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             raise PrebuiltError(
                 f"{self._source}: record {index} is corrupt ({exc.__class__.__name__}); {REBUILD_HINT}"
             ) from None
+        except OSError as exc:
+            raise PrebuiltError(
+                f"{self._source}: cannot read record {index} ({exc.strerror or exc})"
+            ) from None
+        if self._positions.get(record.id) != index:
+            raise PrebuiltError(
+                f"{self._source}: record {index} is not the one the index holds (the file was changed in "
+                f"place?); {REBUILD_HINT}"
+            )
         with self._lock:
             self.validations += 1
             if len(self._cache) >= RECORD_CACHE_SIZE:
@@ -344,7 +360,7 @@ def _section(header: dict[str, Any], name: str, path: Path, body: int, size: int
 
 
 def read_prebuilt(path: Path | str) -> PanicLookup:
-    """The `PanicLookup` a prebuilt file holds, its records read lazily from the memory-mapped file.
+    """The `PanicLookup` a prebuilt file holds, its records read from the file when a lookup needs them.
     Raises PrebuiltError for a stale, foreign or corrupt file (and for one that cannot be read)."""
     path = Path(path)
     try:
@@ -401,15 +417,16 @@ def _assemble(
     count = len(offsets) - 1
     if count != header.get("records") or offsets[-1] != blob_length:
         raise ValueError("record offsets do not fit the records blob")
-    blob = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if blob_length else None
-    if blob is None:
+    if not blob_length:
         raise ValueError("no records")
-    records = LazyRecords(blob, blob_start, offsets, str(path))
+    positions = index["positions"]
+    if not isinstance(positions, dict):
+        raise TypeError("positions")
+    records = LazyRecords(handle, blob_start, offsets, positions, str(path))
     state = dict(index["matcher"])
     for name in PACKED_FIELDS:
         state[name] = _unpack(state[name])
     matcher = Matcher.restore(state, records)
-    positions = index["positions"]
     versions = _PositionVersions(positions, index["version_codes"], index["version_names"])
     catalog = Catalog(releases=releases, covered=index["covered"])
     return PanicLookup.from_prebuilt(catalog, matcher, positions, versions, index["under_review"])

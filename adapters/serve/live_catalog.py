@@ -31,11 +31,13 @@ from adapters.serve.logs import log_summary
 from bot import Card, Lookup, LookupResult, Match, Matcher, PanicLookup, PasteReading, Record
 from bot.records import Catalog, catalog_files, default_catalog, load_catalog
 
+PREBUILT_SUFFIX = ".pbcat"  # bot.prebuilt.SUFFIX, without importing pickle for every service
+
 log = logging.getLogger("panicbot.catalog")
 
 
 class CatalogLoadError(Exception):
-    """A catalog that cannot serve: no usable record at all."""
+    """A catalog that cannot serve: no usable record at all, or a prebuilt file refused (stale, damaged)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,11 @@ class LoadReport:
 
 
 def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
-    """A PanicLookup over `paths` (the embedded data set when empty); bad lines are reported, not fatal."""
+    """A PanicLookup over `paths` (the embedded data set when empty); bad lines are reported, not fatal.
+    A prebuilt catalog (`.pbcat`, named alone) is loaded as built: a refused one (stale, damaged) is a
+    CatalogLoadError saying why."""
+    if any(str(path).endswith(PREBUILT_SUFFIX) for path in paths):
+        return _read_prebuilt(paths)
     catalog: Catalog = load_catalog(paths) if paths else default_catalog()
     problems = [str(problem) for problem in catalog.errors]
     # One line however many: a catalog built by concatenation can hold tens of thousands of duplicates.
@@ -55,6 +61,21 @@ def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
         raise CatalogLoadError("; ".join(problems[:5]) or "no record found")
     sources = list(paths) or ["embedded default data set"]
     return PanicLookup(catalog), LoadReport(len(catalog.entries), problems, sources)
+
+
+def _read_prebuilt(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
+    from bot.prebuilt import PrebuiltError, read_prebuilt  # noqa: PLC0415  (pickle: only when one is served)
+
+    if len(paths) != 1:
+        raise CatalogLoadError(
+            "a prebuilt catalog (.pbcat) is served alone, not with other catalog paths: build one file from "
+            "all the sources with `panicbot catalog build SRC... -o OUT.pbcat`"
+        )
+    try:
+        lookup = read_prebuilt(paths[0])
+    except PrebuiltError as exc:
+        raise CatalogLoadError(str(exc)) from None
+    return lookup, LoadReport(len(lookup.matcher), [], [str(paths[0])])
 
 
 def _fingerprint(paths: Sequence[str]) -> tuple[tuple[str, float, int], ...]:

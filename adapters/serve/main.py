@@ -204,7 +204,7 @@ class Service:
                 on_refused=lambda: self.metrics.catalog_reloads.labels("refused").inc(),
             )
         except CatalogLoadError as exc:
-            raise ServiceError(f"PANICBOT_CATALOG holds no usable record: {exc}") from None
+            raise ServiceError(f"PANICBOT_CATALOG cannot be served: {exc}") from None
         self.status = ServiceStatus(self.live)
         self.web_app = build_service_application(self.status, self.metrics)
         if settings.console_enabled:  # the maintainers' console, off unless a credential is set

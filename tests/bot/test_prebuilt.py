@@ -211,3 +211,27 @@ def test_an_index_of_another_shape_is_refused(tmp_path: Path, seeds_bytes: bytes
 def test_a_missing_file_is_an_error_not_an_exception(tmp_path: Path) -> None:
     with pytest.raises(PrebuiltError, match="cannot read"):
         read_prebuilt(tmp_path / "absent.pbcat")
+
+
+def test_a_record_that_is_not_the_one_the_index_holds_is_refused(tmp_path: Path) -> None:
+    """A file overwritten in place (`cp` over a served file) under an index already read: a record read at
+    a position must be the one the index put there, or it is refused rather than answered."""
+    base = json.loads(SEEDS_FILE.read_text(encoding="utf-8").splitlines()[0])
+    twins = []
+    for record_id in ("aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"):
+        line = json.loads(json.dumps(base))
+        line["record"]["id"] = record_id
+        twins.append(json.dumps(line))
+    source = tmp_path / "twins.jsonl"
+    source.write_text("\n".join(twins) + "\n", encoding="utf-8")
+    swapped = tmp_path / "swapped.jsonl"
+    swapped.write_text("\n".join(reversed(twins)) + "\n", encoding="utf-8")
+    path = tmp_path / "twins.pbcat"
+    write_prebuilt(PanicLookup(load_catalog([source])), path)
+    served = read_prebuilt(path)
+    replacement = prebuilt_bytes(PanicLookup(load_catalog([swapped])))
+    with path.open("r+b") as handle:  # same records, same lengths, other order: offsets still fit
+        handle.write(replacement)
+        handle.truncate()
+    with pytest.raises(PrebuiltError, match="not the one the index holds"):
+        served.matcher.records[0]
