@@ -176,6 +176,9 @@ class ReleaseTable:
     _pending: dict[str, list[tuple[Mapping[str, Any] | str, dict[tuple[str, str], Release]]]] = field(
         default_factory=dict
     )
+    # repo -> the crates its releases name, and those crates by their Cargo spelling (`serde-json`): made on
+    # first use, as each lookup asks for them several times.
+    _repo_crates: dict[str, tuple[frozenset[str], dict[str, str]]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self._sites) or bool(self._pending)
@@ -221,6 +224,7 @@ class ReleaseTable:
             for release in self.releases[repo]:
                 for crate in release.crates:
                     self.repos_by_crate.setdefault(crate, set()).add(repo)
+            self._repo_crates.pop(repo, None)
 
     def add_site_rows(self, rows: Iterable[Mapping[str, Any]], *, lazy: bool = False) -> None:
         """Rows of the ecosystem side table (`releases` groups), or of a single-release one such as
@@ -412,8 +416,7 @@ class ReleaseTable:
         if not releases:
             return []
         repo_name = repo.rsplit("/", 1)[-1].lower()
-        repo_crates = {c for r in releases for c in r.crates}
-        spelled = {c.replace("_", "-"): c for c in repo_crates}  # Cargo: `serde_json` is `serde-json`
+        repo_crates, spelled = self._crate_names(repo, releases)
         for hint in hints:
             if isinstance(hint, CheckoutHint):
                 if hint.name == repo_name or hint.name in repo_crates:
@@ -430,6 +433,14 @@ class ReleaseTable:
             if found:
                 return found
         return []
+
+    def _crate_names(self, repo: str, releases: list[Release]) -> tuple[frozenset[str], dict[str, str]]:
+        found = self._repo_crates.get(repo)
+        if found is None:
+            crates = frozenset(crate for release in releases for crate in release.crates)
+            # Cargo: `serde_json` is `serde-json`.
+            found = self._repo_crates[repo] = (crates, {crate.replace("_", "-"): crate for crate in crates})
+        return found
 
     def site_in(self, record_id: str, releases: Sequence[Release], line: int | None = None) -> Site | None:
         """The record's site in the first of `releases` that has it: of a message raised at several lines of
