@@ -235,3 +235,21 @@ def test_a_record_that_is_not_the_one_the_index_holds_is_refused(tmp_path: Path)
         handle.truncate()
     with pytest.raises(PrebuiltError, match="not the one the index holds"):
         served.matcher.records[0]
+
+
+def test_the_records_read_most_recently_stay_validated(
+    prebuilt_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record read again and again (the answer to many pastes of a batch) is validated once while other
+    records stream past it; the least recently read leave first."""
+    import bot.prebuilt as prebuilt_module
+
+    monkeypatch.setattr(prebuilt_module, "RECORD_CACHE_SIZE", 4)
+    records = read_prebuilt(prebuilt_file).matcher.records
+    assert isinstance(records, LazyRecords)
+    for other in range(1, 40):
+        assert records[0].id == records[0].id
+        records[other]
+    assert records.validations == 40  # record 0 once, and each of the 39 others
+    records[1]
+    assert records.validations == 41  # read 38 records ago: gone
