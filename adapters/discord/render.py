@@ -11,7 +11,6 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import discord
 from discord.utils import escape_markdown, escape_mentions
@@ -20,9 +19,6 @@ from bot.card import NO_ANALYSIS, Card, confidence_percent
 from bot.matcher import LookupResult, Match
 from bot.records import Record
 from bot.redact import redact
-
-if TYPE_CHECKING:
-    from bot.lookup import PanicLookup
 
 # Discord's limits that shape what is built here (the tests check every limit on the JSON sent: fields
 # <= 25, footer <= 2,048, <= 5 buttons a row, custom_id <= 100 and the rest).
@@ -52,8 +48,6 @@ FIRES_WHEN_MAX = 300
 PANICS_DOC_MAX = 300
 CONSEQUENCE_MAX = 300
 CONSEQUENCES_NAME = "Also in this paste, following from this panic"
-# Autocomplete runs on every keystroke: a huge paste is looked up by its start only.
-AUTOCOMPLETE_QUERY_MAX = 1_000
 
 ELLIPSIS = "…"
 FENCE = "```"
@@ -731,33 +725,3 @@ def error_message(text: str) -> DiscordMessage:
 def posted_message() -> DiscordMessage:
     """What the private card turns into once it was posted for everyone."""
     return DiscordMessage(content="Posted in the channel for everyone.")
-
-
-# -- autocomplete ------------------------------------------------------------------------------------------
-
-
-def autocomplete_choices(service: PanicLookup, current: str) -> list[tuple[str, str]]:
-    """(name, value) choices for `/panic query:`: record messages containing the words typed, records
-    tagged with them, then the matcher's best guesses. A value is `id:<record>`, so the pick is exact."""
-    query = one_line(current[:AUTOCOMPLETE_QUERY_MAX]).lower()
-    records = service.matcher.records
-    picked: list[Record] = []
-    if not query:
-        picked = sorted(records, key=lambda record: not record.has_analysis)[:CHOICES_MAX]
-    else:
-        by_message = [r for r in records if query in r.errorMessage.lower()]
-        by_message.sort(key=lambda record: record.errorMessage.lower().find(query))
-        by_tag = [r for r in records if any(tag.lower().startswith(query) for tag in r.tags)]
-        guessed = [
-            match.record for match in service.lookup(current[:AUTOCOMPLETE_QUERY_MAX], limit=10).matches
-        ]
-        seen: set[str] = set()
-        for record in [*by_message, *by_tag, *guessed]:
-            if record.id not in seen:
-                seen.add(record.id)
-                picked.append(record)
-    choices = []
-    for record in picked[:CHOICES_MAX]:
-        name = cut(one_line(record.errorMessage) or record.id, CHOICE_TEXT_MAX)
-        choices.append((name, ID_PREFIX + record_key(record.id)))
-    return choices

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from adapters.discord import render
-from adapters.discord.bot import build_view
+from adapters.discord.bot import autocomplete_choices, build_view
 from adapters.discord.render import (
     MORE_ID,
     ButtonSpec,
@@ -493,20 +493,20 @@ def test_cut_counts_utf16_and_never_leaves_a_fence_open() -> None:
 
 
 def test_autocomplete_choices(seeds: PanicLookup) -> None:
-    by_words = render.autocomplete_choices(seeds, "avg pool")
+    by_words = autocomplete_choices(seeds, "avg pool")
     assert by_words[0] == ("Can't differentiate avg pool 2d backward.", f"id:{AVG_POOL_ID}")
-    by_tag = dict(render.autocomplete_choices(seeds, "AUTODIFF"))
+    by_tag = dict(autocomplete_choices(seeds, "AUTODIFF"))
     assert by_tag["Can't differentiate avg pool 2d backward."] == f"id:{AVG_POOL_ID}"
-    everything = render.autocomplete_choices(seeds, "")
+    everything = autocomplete_choices(seeds, "")
     assert len(everything) == 3
-    pasted = render.autocomplete_choices(seeds, AVG_POOL_PASTE * 500)
+    pasted = autocomplete_choices(seeds, AVG_POOL_PASTE * 500)
     assert pasted and pasted[0][1] == f"id:{AVG_POOL_ID}"
 
 
 def test_autocomplete_choices_fit_on_the_shared_catalog() -> None:
     service = PanicLookup(load_catalog([shared_data_dir() / RECORDS_FILE]))
     for current in ("", "tensor", "shape", "x" * 500, "burn"):
-        choices = render.autocomplete_choices(service, current)
+        choices = autocomplete_choices(service, current)
         assert len(choices) <= 25
         for name, value in choices:
             assert 1 <= units(name) <= 100 and 1 <= len(value) <= 100
