@@ -4,6 +4,7 @@ What adapters may use is exported here; everything else is the core's own busine
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from bot.autocomplete import Autocomplete
@@ -66,3 +67,7 @@ class Lookup(Protocol):
 
     def suggest(self, current: str, limit: int = 25) -> list[Record]:
         """Records for what someone is typing (autocomplete), best first."""
+
+    def record_ids(self) -> Iterable[str]:
+        """Every record id of the catalog serving now, without reading its records (a prebuilt catalog
+        reads a record from disk when asked for it)."""

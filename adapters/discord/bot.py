@@ -236,7 +236,7 @@ class PanicHandlers:
         """Hashed record keys back to ids, for the catalog serving now (the service may reload it)."""
         matcher = self.service.matcher
         if self._keys_of is None or self._keys_of() is not matcher:
-            self._keys_of, self._keys = weakref.ref(matcher), render.RecordKeys(r.id for r in matcher.records)
+            self._keys_of, self._keys = weakref.ref(matcher), render.RecordKeys(self.service.record_ids())
         return self._keys
 
     def _refused(self, exc: Exception, what: str, *context: object) -> None:

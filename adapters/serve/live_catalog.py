@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,6 +327,9 @@ class LiveLookup(Lookup):
 
     def suggest(self, current: str, limit: int = 25) -> list[Record]:
         return self.current.suggest(current, limit)
+
+    def record_ids(self) -> Iterable[str]:
+        return self.current.record_ids()
 
     def _announce(self, report: LoadReport) -> None:
         log_summary(log, logging.WARNING, "problems in the catalog (lines skipped)", report.problems)
