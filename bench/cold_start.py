@@ -5,7 +5,11 @@ bench_lookup.py's synthetic ones, `--shape plain` or `releases`), then `python -
 is run `--runs` times, each a new process reading one header paste on stdin, with bytecode cached as on a
 user's machine after the first run. Per size: wall time (min and median), CPU time (user + system), and the
 process's peak RSS (GNU time's %M), whole-process, loading included; RSS per record is measured against a
-one-record catalog run the same way. The embedded catalog (no `--catalog`) is measured too.
+one-record catalog run the same way. The embedded catalog (no `--catalog`) is measured three ways: with the
+prebuilt cache off (`PANICBOT_CACHE_DIR=off`: JSONL parsed and indexed on every start), on a first start
+that writes the cache (each run in a new empty cache folder) and on later starts that read it (one folder,
+written by an unmeasured run). Every run has a cache folder of its own under a temporary folder (never the
+user's); `--catalog` runs have the cache off.
 
     uv run python bench/cold_start.py [--sizes 1,1199,10000,100000] [--runs 5] [--shape plain] [--prebuilt]
 
@@ -48,12 +52,14 @@ def write_catalog(records: list[Record], path: Path) -> None:
             out.write(json.dumps(line) + "\n")
 
 
-def run_once(catalog: Path | None) -> tuple[float, float, int]:
+def run_once(catalog: Path | None, cache: str = "off") -> tuple[float, float, int]:
     """(wall s, CPU s, peak RSS bytes) of one fresh `panicbot lookup`, as GNU time reports them. Through
-    /usr/bin/time: a child forked from this (large) process would count this process's pages in its peak."""
+    /usr/bin/time: a child forked from this (large) process would count this process's pages in its peak.
+    `cache` is the run's PANICBOT_CACHE_DIR (the embedded catalog's prebuilt cache; `off` by default)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "panicbot-bench-pycache")
     env.pop("PANICBOT_CATALOG", None)
+    env["PANICBOT_CACHE_DIR"] = cache
     with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
         command = ["/usr/bin/time", "-o", report.name, "-f", "%e %U %S %M"]
         command += [sys.executable, "-m", "adapters.cli.main", "lookup"]
@@ -74,15 +80,37 @@ def run_once(catalog: Path | None) -> tuple[float, float, int]:
     return float(wall), float(user) + float(system), int(peak_kb) * 1024
 
 
-def measure(catalog: Path | None, runs: int) -> dict[str, float]:
-    run_once(catalog)  # bytecode cached, the file in the page cache: as on a user's second run
-    walls, cpus, peaks = zip(*(run_once(catalog) for _ in range(runs)), strict=True)
+def measure(catalog: Path | None, runs: int, cache: str = "off") -> dict[str, float]:
+    run_once(catalog, cache)  # bytecode cached, the file in the page cache: as on a user's second run
+    return summary([run_once(catalog, cache) for _ in range(runs)])
+
+
+def summary(samples: list[tuple[float, float, int]]) -> dict[str, float]:
+    walls, cpus, peaks = zip(*samples, strict=True)
     return {
         "wall_min": min(walls),
         "wall_median": statistics.median(walls),
         "cpu_min": min(cpus),
         "rss": statistics.median(peaks),
     }
+
+
+def measure_embedded(runs: int) -> list[tuple[str, dict[str, float], str]]:
+    """The embedded catalog's rows: cache off, first start (writing the cache), cached starts."""
+    rows = [("embedded", measure(None, runs), "  (cache off: JSONL)")]
+    with tempfile.TemporaryDirectory(prefix="panicbot-cache-") as folder:
+        firsts = []
+        for number in range(runs):
+            cache = Path(folder) / f"first-{number}"
+            firsts.append(run_once(None, str(cache)))
+            written = sorted(cache.glob("*.pbcat"))
+            if len(written) != 1:
+                raise RuntimeError(f"a first run wrote {len(written)} cache files in {cache}")
+        size = written[0].stat().st_size / 2**20
+        rows.append(("emb 1st run", summary(firsts), f"  (writes the cache: {size:.1f} MB)"))
+        warm = Path(folder) / "warm"
+        rows.append(("emb cached", measure(None, runs, str(warm)), "  (reads it)"))
+    return rows
 
 
 def main() -> int:
@@ -98,9 +126,9 @@ def main() -> int:
     print(f"fresh `panicbot lookup` per run, {args.runs} runs, shape {args.shape}; load average {load:.2f}")
     columns = ("wall min s", "wall med s", "CPU min s", "peak RSS MB", "RSS/record")
     print(f"{'catalog':>12} " + " ".join(f"{name:>11}" for name in columns))
-    embedded = measure(None, args.runs)
-    print(f"{'embedded':>12} {embedded['wall_min']:>11.2f} {embedded['wall_median']:>11.2f} "
-          f"{embedded['cpu_min']:>11.2f} {embedded['rss'] / 2**20:>11.0f}", flush=True)  # fmt: skip
+    for label, row, note in measure_embedded(args.runs):
+        times = f"{row['wall_min']:>11.2f} {row['wall_median']:>11.2f} {row['cpu_min']:>11.2f}"
+        print(f"{label:>12} {times} {row['rss'] / 2**20:>11.0f} {'':>11}{note}", flush=True)
     base_rss: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="panicbot-cold-") as folder:
         for size in sizes:
