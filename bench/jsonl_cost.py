@@ -3,7 +3,7 @@
     PYTHONPATH=. uv run python bench/jsonl_cost.py
 
 500 pastes of tests/support/pastes.py (seed 0) on the embedded catalog: the lookup, `result_json` with the
-site, the line written by `json.dumps` (before issue 15) and by `adapters.cli.main.json_line` (orjson).
+site, the line written by `json.dumps` (before issue 15) and by `adapters.cli.batch.json_line` (orjson).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adapters.cli.main import json_line  # noqa: E402
+from adapters.cli.batch import json_line  # noqa: E402
 from bot.lookup import PanicLookup, result_json  # noqa: E402
 from bot.records import default_catalog  # noqa: E402
 from tests.support.pastes import all_cases  # noqa: E402

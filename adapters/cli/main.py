@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import io
 import json
@@ -16,8 +17,6 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
-
-import orjson
 
 from adapters.cli.prebuilt_commands import PrebuiltUsageError, is_prebuilt_path, refuse_prebuilt
 from adapters.settings import CATALOG_ENV, DEFAULT_DATABASE_URL, SettingsError, split_catalog_paths
@@ -106,6 +105,13 @@ def open_lookup(paths: Sequence[str], err: Console) -> PanicLookup:
     return PanicLookup(open_catalog(paths, err))
 
 
+def open_worker_lookup(paths: tuple[str, ...]) -> PanicLookup:
+    """The catalog of a batch worker that could not be forked from the command's process."""
+    from rich.console import Console  # noqa: PLC0415
+
+    return open_lookup(paths, Console(file=sys.stderr))
+
+
 def read_input_bytes(stream: TextIO) -> str:
     """Decode what the user piped in; invalid UTF-8 is replaced, never a crash."""
     buffer = getattr(stream, "buffer", None)
@@ -139,9 +145,22 @@ def _looks_binary(text: str) -> bool:
 
 def command_lookup(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     paths = catalog_paths(args.catalog, dict(os.environ))
+    if args.jobs < 0:
+        raise UsageError("--jobs takes a number of processes (0: one per processor)")
+    if args.jobs != 1 and not args.jsonl:
+        raise UsageError("--jobs is for batches: give it with --jsonl")
     service = open_lookup(paths, err)
     if args.jsonl:
-        return _lookup_jsonl(service, _text_lines(sys.stdin), out, args.limit)
+        from adapters.cli.batch import BatchWorkerError, default_jobs, lookup_jsonl  # noqa: PLC0415
+
+        jobs = args.jobs or default_jobs()
+        opener = functools.partial(open_worker_lookup, tuple(paths))
+        try:
+            lookup_jsonl(service, _text_lines(sys.stdin), out, args.limit, jobs=jobs, opener=opener)
+        except BatchWorkerError as exc:
+            err.print(f"panicbot: {exc}", markup=False)
+            return EXIT_INTERNAL
+        return EXIT_OK
     text = " ".join(args.text) if args.text else read_input_bytes(sys.stdin)
     if not text.strip():
         raise UsageError("nothing to look up: paste a panic on stdin or give words as arguments")
@@ -157,41 +176,6 @@ def command_lookup(args: argparse.Namespace, out: TextIO, err: Console) -> int:
 
         print_result(service, result, Console(file=out, highlight=False, soft_wrap=False))
     return EXIT_OK if result.best else EXIT_NOT_FOUND
-
-
-def _lookup_jsonl(service: PanicLookup, stream: TextIO, out: TextIO, limit: int) -> int:
-    """One result line per input line, in order; a bad line gets an `error` result, never a stop."""
-    for number, line in enumerate(stream, start=1):
-        if not line.strip():
-            continue
-        item_id: Any = None
-        try:
-            item = json.loads(line)
-            if not isinstance(item, dict):
-                raise ValueError("expected a JSON object")
-            item_id = item.get("id")
-            text = item.get("text")
-            if not isinstance(text, str):
-                raise ValueError("missing string field 'text'")
-        except ValueError as exc:
-            reply = {"id": item_id, "line": number, "error": f"line {number}: {exc}"}
-            out.write(json.dumps(reply, ensure_ascii=False) + "\n")
-            continue
-        result = service.lookup(text, limit=limit)
-        reply = {"id": item_id, **result_json(result, service.site(result))}
-        out.write(json_line(reply))
-        out.flush()
-    return EXIT_OK
-
-
-def json_line(value: Any) -> str:
-    """One line of JSON (compact, UTF-8 as is), written by orjson: the JSON cost more than the match. What
-    orjson refuses (a lone surrogate from a `\\ud800` in the input, an integer beyond 64 bits) is written
-    by `json` as before."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE).decode()
-    except (orjson.JSONEncodeError, UnicodeDecodeError):
-        return json.dumps(value, ensure_ascii=False) + "\n"
 
 
 def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
@@ -389,6 +373,13 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--json", action="store_true", help="print one JSON object")
     output.add_argument("--jsonl", action="store_true", help='batch: stdin lines {"id","text"} -> JSON lines')
     lookup.add_argument("--limit", type=int, default=5, help="how many matches to list (default 5)")
+    lookup.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --jsonl: N processes answer the batch, in input order (0: one per processor; default 1)",
+    )
 
     catalog = commands.add_parser("catalog", help="check a catalog")
     catalog_commands = catalog.add_subparsers(dest="catalog_command", required=True)

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from adapters.cli.main import json_line, main
+from adapters.cli.batch import json_line
+from adapters.cli.main import main
 from bot.lookup import PanicLookup, result_json
 from bot.records import default_catalog
 
