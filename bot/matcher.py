@@ -832,6 +832,68 @@ class Matcher:
         self._near_cache[word] = near
         return near
 
+    # -- guesses while someone types -----------------------------------------------------------------
+
+    def typed_guesses(self, query: str, limit: int, budget: int, compared: int, least: float) -> list[Record]:
+        """What a typed fragment may be about, for autocomplete (a guess, not an answer: `lookup` answers):
+        the records holding the most IDF weight of its words (an unknown word read as its closest indexed
+        words, as `lookup` reads it), the `compared` best of them ordered by the similarity `lookup` gives
+        (half word coverage, half text), those under `least` left out. Bounded where `lookup` is not: a word
+        brings at most `budget` candidates (its first records), and no word is aligned."""
+        query = " ".join(query.split()).lower()[:FUZZY_QUERY_CHARS]
+        words, total = self._query_words(query)
+        if not words or total <= 0.0:
+            return []
+        ids, sums = self._bounded_word_sums(words, budget)
+        similarity_to = _TextSimilarity(query)
+        ranked: list[tuple[float, int]] = []
+        kept: list[float] = []  # a min-heap of the best `limit` similarities
+        for record_index, weight in _best_covered(ids, sums, compared):
+            coverage = min(1.0, weight / total)
+            # Once `limit` are known, a text is compared only as far as it could still rank among them
+            # (rapidfuzz stops early below the cutoff): the same guesses as comparing every one in full.
+            needed = max(least, kept[0] if len(kept) >= limit else 0.0)
+            text_score = similarity_to(self._literal(record_index), max(0.0, (needed - 0.5 * coverage) / 0.5))
+            similarity = 0.5 * coverage + 0.5 * text_score
+            if similarity < needed or similarity < least:
+                continue
+            ranked.append((-similarity, record_index))
+            if len(kept) < limit:
+                heapq.heappush(kept, similarity)
+            else:
+                heapq.heapreplace(kept, similarity)
+        ranked.sort()
+        return [self.records[record_index] for _, record_index in ranked[:limit]]
+
+    def _bounded_word_sums(
+        self, words: list[_QueryWord], budget: int
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
+        """`_word_sums` with every posting that brings candidates cut to its first `budget` records: the
+        weights a guess needs in time bounded by `budget` (not by the catalog: at a million records the
+        rarest of a few common words is in tens of thousands)."""
+        weighted: dict[str, float] = {}
+        bearing: set[str] = set()
+        for position, query_word in enumerate(sorted(words, key=self._likeliest_posting_length)):
+            brings = position == 0 or self._likeliest_posting_length(query_word) <= COMMON_TOKEN_POSTINGS
+            for reading, credit in query_word.readings:
+                weighted[reading] = max(weighted.get(reading, 0.0), query_word.weight * credit)
+                if brings:
+                    bearing.add(reading)
+        rare = [reading for reading in weighted if reading in bearing]
+        if not rare:
+            return np.zeros(0, dtype=_RECORD_ID), np.zeros(0, dtype=np.float64)
+        postings = [np.frombuffer(self._postings[reading], dtype=_RECORD_ID)[:budget] for reading in rare]
+        ids, positions = np.unique(np.concatenate(postings), return_inverse=True)
+        per_posting = np.repeat([weighted[reading] for reading in rare], [len(p) for p in postings])
+        sums = np.bincount(positions, weights=per_posting).astype(np.float64, copy=False)
+        for reading, weight in weighted.items():
+            if reading in bearing:
+                continue
+            posting = np.frombuffer(self._postings[reading], dtype=_RECORD_ID)
+            at = np.minimum(np.searchsorted(posting, ids), len(posting) - 1)
+            sums = sums + weight * (posting[at] == ids)
+        return ids, sums
+
     # -- decisions ------------------------------------------------------------------------------------
 
     def _confidence(

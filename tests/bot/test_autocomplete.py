@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from functools import cache
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -164,3 +165,135 @@ def test_over_the_word_and_posting_budgets_a_fragment_narrows_nothing_and_answer
             got = index.by_message("shape", 10)
             assert len(got) == 10 and all("shape" in r.errorMessage.lower() for r in got)
     assert Autocomplete(records)._records_holding("shape") is not None  # within the budgets it narrows
+
+
+# -- bounded keystrokes (issue 15: p99 <= 2 ms at a million records) ----------------------------------------
+
+
+@pytest.mark.parametrize(("bitmap_least", "place_budget"), [(1, 0), (1, 10**9), (10**9, 0), (40, 0)])
+def test_every_way_of_finding_a_fragments_words_finds_the_scans_words(
+    monkeypatch: pytest.MonkeyPatch, bitmap_least: int, place_budget: int
+) -> None:
+    """The trigrams' word lists, their bitmaps (a trigram of many words), and the places of the rarest
+    trigram (checked in numpy) all give the words a scan gives."""
+    from bot import autocomplete
+
+    monkeypatch.setattr(autocomplete, "BITMAP_MIN_WORDS", bitmap_least)
+    monkeypatch.setattr(autocomplete, "BITMAP_FRACTION", 10**9)  # so BITMAP_MIN_WORDS decides
+    monkeypatch.setattr(autocomplete, "PLACE_BUDGET", place_budget)
+    records = embedded().matcher.records
+    index = Autocomplete(records)
+    assert bool(index._gram_bits) == (bitmap_least < 10**9)
+    vocabulary = index._vocabulary
+    fragments = [
+        "ten",
+        "tensor",
+        "ensor",
+        "shape",
+        "differentiat",
+        "backward",
+        "xyzzy",
+        "ore",
+        "unwrap",
+        "_2d",
+    ]
+    fragments += [word[1:5] for word in vocabulary[::97] if len(word) >= 4]
+    for fragment in fragments:
+        found = index._words_holding(fragment)
+        assert found is not None
+        assert found == [w for w in vocabulary if fragment in w], fragment  # in vocabulary order
+        assert index._words_holding(fragment, 0) == (None if found else [])
+
+
+def large(monkeypatch: pytest.MonkeyPatch) -> Autocomplete:
+    """The embedded catalog's index, answering as a catalog above FULL_SCAN_RECORDS does."""
+    from bot import autocomplete
+
+    monkeypatch.setattr(autocomplete, "FULL_SCAN_RECORDS", 100)
+    monkeypatch.setattr(autocomplete, "READ_BUDGET", 200)
+    return Autocomplete(embedded().matcher.records)
+
+
+def refuse_fragments(monkeypatch: pytest.MonkeyPatch, index: Autocomplete) -> None:
+    def no_fragment(fragment: str) -> None:
+        raise AssertionError(f"the records holding {fragment!r} were looked up")
+
+    monkeypatch.setattr(index, "_holding", no_fragment)
+
+
+def test_messages_starting_with_the_query_answer_before_any_fragment_is_looked_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index = large(monkeypatch)
+    records = index.records
+    query = "can't"
+    assert sum(r.errorMessage.lower().startswith(query) for r in records) >= 10
+    refuse_fragments(monkeypatch, index)
+    assert [r.id for r in index.by_message(query, 10)] == scanned(records, query)[0][:10]
+
+
+def test_the_next_keystroke_reads_only_the_records_that_held_the_last_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When every candidate of a query was read, its holders are kept: a query extending it (the next
+    keystrokes) reads only them, looks no fragment up, and is still the scan's answer."""
+    index = large(monkeypatch)
+    records = index.records
+    typed = "avg pool 2d backward"
+    first = index.by_message("avg pool", 10)
+    assert [r.id for r in first] == scanned(records, "avg pool")[0][:10]
+    refuse_fragments(monkeypatch, index)
+    for end in range(len("avg pool") + 1, len(typed) + 1):
+        query = typed[:end]
+        assert [r.id for r in index.by_message(query, 10)] == scanned(records, query)[0][:10], query
+    assert index._known_holders("avg pool 2d backward and more") is not None  # a prefix's holders
+    assert index._known_holders("pool 2d") is None  # not a prefix of a kept query
+
+
+class CountingMessages(list[str]):
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        CountingMessages.reads += 1
+        return super().__getitem__(index)
+
+
+def test_past_the_read_budget_a_keystroke_reads_a_bounded_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Candidates beyond READ_BUDGET (a query of common words): no answer is the scan's anyway, so at most
+    SAMPLE_BUDGET of them are read, and what is returned holds the query."""
+    from bot import autocomplete
+
+    index = large(monkeypatch)
+    monkeypatch.setattr(autocomplete, "SAMPLE_BUDGET", 50, raising=False)
+    query = "e"  # in nearly every message, and too short to narrow anything
+    monkeypatch.setattr(index, "_messages", CountingMessages(index._messages))
+    CountingMessages.reads = 0
+    got = index.by_message(query, 10)
+    assert 0 < len(got) <= 10 and all(query in r.errorMessage.lower() for r in got)
+    assert CountingMessages.reads <= 50
+
+
+def test_suggest_guesses_without_a_lookup_and_still_reads_a_typo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guesses come from `Matcher.typed_guesses` (bounded), never from a whole lookup of each keystroke."""
+    service = PanicLookup(default_catalog())
+
+    def no_lookup(*_: object, **__: object) -> None:
+        raise AssertionError("a lookup ran for a keystroke")
+
+    monkeypatch.setattr(service, "lookup", no_lookup)
+    typed = "Can't diferentiate avg pool 2d bakward"  # two typos: no message holds it
+    assert not service.autocomplete.by_message(typed.lower(), 25)
+    guesses = service.suggest(typed)
+    assert guesses and "avg pool 2d backward" in guesses[0].errorMessage.lower()
+
+
+def test_typed_guesses_read_at_most_their_budget_of_each_words_records() -> None:
+    matcher = embedded().matcher
+    words, _ = matcher._query_words("tensor shape must be")
+    assert all(len(matcher._postings[w.readings[0][0]]) > 3 for w in words)
+    ids, sums = matcher._bounded_word_sums(words, 3)
+    assert 0 < len(ids) <= 3 * len(words) and len(sums) == len(ids)
+    full_ids, _ = matcher._word_sums(words)
+    assert set(ids.tolist()) <= set(full_ids.tolist()) and len(full_ids) > len(ids)
+    guesses = matcher.typed_guesses("tensor shape must be", 5, 3, 10, 0.0)
+    assert 0 < len(guesses) <= 5
