@@ -10,6 +10,7 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
@@ -56,19 +57,41 @@ GRAM = 3  # characters of the vocabulary index's keys; a shorter fragment narrow
 _CODE_BITS = 21  # a Unicode code point
 
 
+@dataclass(frozen=True, slots=True)
+class SuggestFields:
+    """What autocomplete reads of every record, by position: its message, its tags, whether it is analysed
+    (a prebuilt catalog stores them apart from the records)."""
+
+    messages: Sequence[str]
+    tags: Sequence[Sequence[str]]
+    analysed: Sequence[bool]
+
+    @classmethod
+    def of(cls, records: Sequence[Record]) -> SuggestFields:
+        return cls(
+            [record.errorMessage for record in records],
+            [record.tags for record in records],
+            [record.has_analysis for record in records],
+        )
+
+
 class Autocomplete:
     """Records by the words of their message (every word that contains a typed fragment, found in the
     vocabulary) and by tag prefix. Answers exactly what a scan of every record would, in the same order."""
 
-    def __init__(self, records: Sequence[Record]) -> None:
-        self.records = list(records)
-        self._messages = [record.errorMessage.lower() for record in self.records]
+    def __init__(self, records: Sequence[Record], fields: SuggestFields | None = None) -> None:
+        """`fields`: what is read of every record, when it is at hand without reading them (a prebuilt
+        catalog's records are read from disk one by one, and only those suggested are)."""
+        self.records = records
+        if fields is None:
+            fields = SuggestFields.of(records)
+        self._messages = [message.lower() for message in fields.messages]
         postings: defaultdict[str, list[int]] = defaultdict(list)
         tags: defaultdict[str, list[int]] = defaultdict(list)
-        for position, (record, message) in enumerate(zip(self.records, self._messages, strict=True)):
+        for position, (record_tags, message) in enumerate(zip(fields.tags, self._messages, strict=True)):
             for word in set(_WORD.findall(message)):
                 postings[word].append(position)
-            for tag in {tag.lower() for tag in record.tags}:
+            for tag in {tag.lower() for tag in record_tags}:
                 tags[tag].append(position)
         self._vocabulary = list(postings)
         # The records of word k: `_posting_records[_posting_starts[k]:_posting_starts[k + 1]]`, ascending (one
@@ -93,9 +116,8 @@ class Autocomplete:
         self._by_start = np.array(by_start, dtype=np.int64)
         self._tags = sorted(tags)
         self._tag_postings = [tags[tag] for tag in self._tags]
-        self._analysed_first = sorted(
-            range(len(self.records)), key=lambda i: not self.records[i].has_analysis
-        )
+        analysed = fields.analysed
+        self._analysed_first = sorted(range(len(self._messages)), key=lambda i: not analysed[i])
         self._holding = lru_cache(maxsize=FRAGMENT_CACHE)(self._records_holding)
         # Every record holding a query, for the queries whose candidates were all read (large catalogs).
         self._holders: dict[str, list[int]] = {}
@@ -319,15 +341,15 @@ class Autocomplete:
                 del self._holders[next(iter(self._holders))]  # the oldest
             self._holders[query] = holders
 
-    def by_tag(self, query: str) -> list[Record]:
-        """Records with a tag starting with `query` (lower case), in catalog order."""
+    def by_tag(self, query: str, limit: int | None = None) -> list[Record]:
+        """Records with a tag starting with `query` (lower case), in catalog order (the first `limit`)."""
         start = bisect.bisect_left(self._tags, query)
         positions: set[int] = set()
         for index in range(start, len(self._tags)):
             if not self._tags[index].startswith(query):
                 break
             positions.update(self._tag_postings[index])
-        return [self.records[i] for i in sorted(positions)]
+        return [self.records[i] for i in sorted(positions)[:limit]]
 
     def analysed_first(self, limit: int) -> list[Record]:
         """What an empty query offers: analysed records first, in catalog order."""

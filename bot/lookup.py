@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from bot.autocomplete import Autocomplete
+from bot.autocomplete import Autocomplete, SuggestFields
 from bot.card import Card, build_card
 from bot.extract import Panic
 from bot.harvest import crate_of, github_url
@@ -57,6 +57,8 @@ class PanicLookup:
         }
         self._positions = {record.id: index for index, record in enumerate(self.matcher.records)}
         self.under_review = frozenset(r.id for r in self.matcher.records if analysis_is_suspect(r))
+        # What autocomplete reads of every record, when stored apart (a prebuilt file): else the records.
+        self._suggest_fields: Callable[[], SuggestFields] | None = None
 
     @classmethod
     def from_prebuilt(
@@ -66,6 +68,7 @@ class PanicLookup:
         positions: dict[str, int],
         versions: Mapping[str, str | None],
         under_review: frozenset[str],
+        suggest_fields: Callable[[], SuggestFields] | None = None,
     ) -> PanicLookup:
         """A lookup from a prebuilt file's state (`bot.prebuilt.read_prebuilt`): nothing is recomputed from
         the records, which the matcher reads lazily. `catalog` holds the release table and `covered`, not
@@ -76,6 +79,7 @@ class PanicLookup:
         lookup._versions = versions
         lookup._positions = positions
         lookup.under_review = under_review
+        lookup._suggest_fields = suggest_fields
         return lookup
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
@@ -354,7 +358,8 @@ class PanicLookup:
     @functools.cached_property
     def autocomplete(self) -> Autocomplete:
         """The index that suggests records while someone types (built on first use, once per catalog)."""
-        return Autocomplete(self.matcher.records)
+        fields = self._suggest_fields() if self._suggest_fields is not None else None
+        return Autocomplete(self.matcher.records, fields)
 
     def suggest(self, current: str, limit: int = 25) -> list[Record]:
         """Records for what someone is typing: messages containing it (earliest first), tags starting with
@@ -363,7 +368,13 @@ class PanicLookup:
         if not query:
             return self.autocomplete.analysed_first(limit)
         picked: dict[str, Record] = {}
-        for record in [*self.autocomplete.by_message(query, limit), *self.autocomplete.by_tag(query)]:
+        for record in self.autocomplete.by_message(query, limit):
+            picked.setdefault(record.id, record)
+        if len(picked) == limit:
+            return list(picked.values())
+        # The first `limit` tagged are enough: one of them that is also a message found leaves room for one
+        # that is not. (A prebuilt catalog reads a record from disk when it is asked for: few are.)
+        for record in self.autocomplete.by_tag(query, limit):
             picked.setdefault(record.id, record)
             if len(picked) == limit:
                 return list(picked.values())

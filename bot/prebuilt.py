@@ -5,14 +5,17 @@ them.
 Layout (offsets are from the first byte after the header line):
 
     PANICBOT-PREBUILT\\n                       the magic line
-    {"format": 1, "fingerprint": ..., ...}\\n  the header, one JSON line
+    {"format": 2, "fingerprint": ..., ...}\\n  the header, one JSON line
     index section                             pickle (protocol 5) of plain containers, read by a
                                               restricted unpickler
     records blob                              each record's JSON, concatenated (offsets in the index)
+    suggest section                           pickle of what autocomplete reads of every record (its
+                                              message, tags, whether analysed), read on first use
 
 The header's fingerprint is the sha256 of the source of the bot modules whose objects the index holds (and of
 the interpreter and machine facts the arrays depend on): a file written by other code is stale. The index
-section's own sha256 is checked before anything of it is unpickled. Any mismatch is a `PrebuiltError`.
+section's own sha256 is checked before anything of it is unpickled (the suggest section's, when it is read).
+Any mismatch is a `PrebuiltError`.
 """
 
 from __future__ import annotations
@@ -35,13 +38,14 @@ from typing import IO, Any, overload
 
 import orjson
 
+from bot.autocomplete import SuggestFields
 from bot.lookup import PanicLookup
 from bot.matcher import Matcher
 from bot.records import Catalog, Record, gc_paused
 from bot.releases import ReleaseTable
 
 MAGIC = b"PANICBOT-PREBUILT\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the suggest section
 SUFFIX = ".pbcat"
 # The modules whose objects (or whose way of building them) the index holds.
 FINGERPRINT_MODULES = (
@@ -145,17 +149,28 @@ def prebuilt_bytes(lookup: PanicLookup) -> bytes:
         "covered": dict(lookup.catalog.covered),
         "record_offsets": offsets,
     }
+    # What autocomplete reads of every record, apart: read when the first keystroke comes (a Slack-only
+    # service never reads it), without validating every record.
+    suggest = (
+        [record.errorMessage for record in records],
+        [tuple(record.tags) for record in records],
+        bytes(record.has_analysis for record in records),
+    )
     with gc_paused():
         index_bytes = pickle.dumps(index, protocol=5)
+        suggest_bytes = pickle.dumps(suggest, protocol=5)
     header = {
         "format": FORMAT_VERSION,
         "fingerprint": code_fingerprint(),
         "index_sha256": hashlib.sha256(index_bytes).hexdigest(),
+        "suggest_sha256": hashlib.sha256(suggest_bytes).hexdigest(),
         "records": len(records),
         "index": [0, len(index_bytes)],
         "records_blob": [len(index_bytes), len(blob)],
+        "suggest": [len(index_bytes) + len(blob), len(suggest_bytes)],
     }
-    return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + index_bytes + bytes(blob)
+    head = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
+    return head + index_bytes + bytes(blob) + suggest_bytes
 
 
 def _pack(value: object) -> tuple[Any, ...]:
@@ -257,7 +272,7 @@ class LazyRecords(Sequence[Record]):
         self._start = start
         self._offsets = offsets
         self._positions = positions
-        self._source = source
+        self.source = source
         self._cache: OrderedDict[int, Record] = OrderedDict()
         self._lock = threading.Lock()
         self.validations = 0
@@ -292,15 +307,15 @@ class LazyRecords(Sequence[Record]):
             record = Record.model_validate_json(os.pread(self._fd, length, start))
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             raise PrebuiltError(
-                f"{self._source}: record {index} is corrupt ({exc.__class__.__name__}); {REBUILD_HINT}"
+                f"{self.source}: record {index} is corrupt ({exc.__class__.__name__}); {REBUILD_HINT}"
             ) from None
         except OSError as exc:
             raise PrebuiltError(
-                f"{self._source}: cannot read record {index} ({exc.strerror or exc})"
+                f"{self.source}: cannot read record {index} ({exc.strerror or exc})"
             ) from None
         if self._positions.get(record.id) != index:
             raise PrebuiltError(
-                f"{self._source}: record {index} is not the one the index holds (the file was changed in "
+                f"{self.source}: record {index} is not the one the index holds (the file was changed in "
                 f"place?); {REBUILD_HINT}"
             )
         with self._lock:
@@ -313,6 +328,54 @@ class LazyRecords(Sequence[Record]):
     def __iter__(self) -> Iterator[Record]:
         for position in range(len(self)):
             yield self[position]
+
+    def read_section(self, start: int, length: int) -> bytes:
+        """`length` bytes of the file from `start` (another section of it)."""
+        parts = []
+        while length > 0:
+            part = os.pread(self._fd, min(length, _READ_CHUNK * 64), start)
+            if not part:
+                raise PrebuiltError(
+                    f"{self.source}: truncated (a section ends past the file); {REBUILD_HINT}"
+                )
+            parts.append(part)
+            start += len(part)
+            length -= len(part)
+        return b"".join(parts)
+
+
+class SuggestSection:
+    """What autocomplete reads of every record (messages, tags, whether analysed: `bot.autocomplete`'s
+    `SuggestFields`), read from the file when called: its sha256 checked, then unpickled by the restricted
+    unpickler. A Slack-only service never calls it."""
+
+    def __init__(self, records: LazyRecords, start: int, length: int, sha256: object) -> None:
+        self._records = records
+        self._start = start
+        self._length = length
+        self._sha256 = sha256
+
+    def __call__(self) -> SuggestFields:
+        source = self._records.source
+        data = self._records.read_section(self._start, self._length)
+        if hashlib.sha256(data).hexdigest() != self._sha256:
+            raise PrebuiltError(
+                f"{source}: corrupt suggest section (its sha256 is not the header's); {REBUILD_HINT}"
+            )
+        try:
+            with gc_paused():
+                messages, tags, analysed = _RestrictedUnpickler(io.BytesIO(data)).load()
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
+            raise PrebuiltError(f"{source}: suggest section refused ({exc}); {REBUILD_HINT}") from None
+        count = len(self._records)
+        if not (
+            isinstance(messages, list)
+            and isinstance(tags, list)
+            and isinstance(analysed, bytes)
+            and len(messages) == len(tags) == len(analysed) == count
+        ):
+            raise PrebuiltError(f"{source}: suggest section not in the expected shape; {REBUILD_HINT}")
+        return SuggestFields(messages, tags, [bool(flag) for flag in analysed])
 
 
 class _PositionVersions(Mapping[str, str | None]):
@@ -384,7 +447,8 @@ def _read(handle: IO[bytes], path: Path) -> PanicLookup:
         raise _fail(path, "stale: written by another version of panicbot's code")
     index_start, index_length = _section(header, "index", path, body, size)
     blob_start, blob_length = _section(header, "records_blob", path, body, size)
-    if blob_start + blob_length != size:
+    suggest_start, suggest_length = _section(header, "suggest", path, body, size)
+    if blob_start + blob_length != suggest_start or suggest_start + suggest_length != size:
         raise _fail(path, "truncated or padded (its size is not the header's)")
     digest = hashlib.sha256()
     handle.seek(index_start)
@@ -405,13 +469,20 @@ def _read(handle: IO[bytes], path: Path) -> PanicLookup:
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
         raise _fail(path, f"index refused ({exc})") from None
     try:
-        return _assemble(index, handle, path, blob_start, blob_length, header)
+        suggest = (suggest_start, suggest_length)
+        return _assemble(index, handle, path, blob_start, blob_length, header, suggest)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         raise _fail(path, f"index not in the expected shape ({exc.__class__.__name__}: {exc})") from None
 
 
 def _assemble(
-    index: Any, handle: IO[bytes], path: Path, blob_start: int, blob_length: int, header: dict[str, Any]
+    index: Any,
+    handle: IO[bytes],
+    path: Path,
+    blob_start: int,
+    blob_length: int,
+    header: dict[str, Any],
+    suggest_section: tuple[int, int],
 ) -> PanicLookup:
     if not isinstance(index, dict):
         raise TypeError("not a dict")
@@ -434,4 +505,6 @@ def _assemble(
     matcher = Matcher.restore(state, records)
     versions = _PositionVersions(positions, index["version_codes"], index["version_names"])
     catalog = Catalog(releases=releases, covered=index["covered"])
-    return PanicLookup.from_prebuilt(catalog, matcher, positions, versions, index["under_review"])
+    suggest_start, suggest_length = suggest_section
+    suggest = SuggestSection(records, suggest_start, suggest_length, header.get("suggest_sha256"))
+    return PanicLookup.from_prebuilt(catalog, matcher, positions, versions, index["under_review"], suggest)

@@ -117,6 +117,34 @@ def test_a_lookup_validates_only_the_records_it_touches(prebuilt_file: Path) -> 
     assert len(records) > 5_000
 
 
+def test_autocomplete_reads_about_the_records_it_suggests(source: PanicLookup, prebuilt_file: Path) -> None:
+    """What autocomplete reads of every record (message, tags, analysed) is a section of the file of its
+    own: suggesting never validates the thousands of records (nor keeps them), about those suggested (the
+    messages found, and the tagged ones that may fill the list)."""
+    lookup = read_prebuilt(prebuilt_file)
+    records = lookup.matcher.records
+    assert isinstance(records, LazyRecords)
+    for typed in ("", "avg pool", "AUTODIFF", "shape", "Tensor", "reshape", *TYPED):
+        before = records.validations
+        suggested = lookup.suggest(typed)
+        assert suggested == source.suggest(typed), typed
+        assert records.validations - before <= 2 * len(suggested), typed
+    assert records.validations < 400  # of 5,511
+
+
+def test_a_corrupt_suggest_section_is_refused_when_first_read(tmp_path: Path, seeds_bytes: bytes) -> None:
+    header, body = _split(seeds_bytes)
+    start, _ = header["suggest"]
+    flipped = bytearray(seeds_bytes)
+    flipped[body + start + 5] ^= 0xFF
+    path = tmp_path / "suggest.pbcat"
+    path.write_bytes(bytes(flipped))
+    lookup = read_prebuilt(path)  # lookups do not need it
+    assert lookup.lookup("avg pool 2d backward").best is not None
+    with pytest.raises(PrebuiltError, match=r"corrupt suggest section.*panicbot catalog build"):
+        lookup.suggest("avg")
+
+
 def test_a_jsonl_catalog_round_trips(tmp_path: Path) -> None:
     """A JSONL catalog with no side tables: every record as loaded, typed queries answered alike."""
     catalog = load_catalog([SEEDS_FILE])
@@ -185,10 +213,13 @@ def _with_index(seeds_bytes: bytes, index: bytes) -> bytes:
     header, body = _split(seeds_bytes)
     start, length = header["records_blob"]
     blob = seeds_bytes[body + start : body + start + length]
+    start, length = header["suggest"]
+    suggest = seeds_bytes[body + start : body + start + length]
     header["index"] = [0, len(index)]
     header["records_blob"] = [len(index), len(blob)]
+    header["suggest"] = [len(index) + len(blob), len(suggest)]
     header["index_sha256"] = hashlib.sha256(index).hexdigest()
-    return MAGIC + json.dumps(header).encode() + b"\n" + index + blob
+    return MAGIC + json.dumps(header).encode() + b"\n" + index + blob + suggest
 
 
 def test_a_pickle_smuggling_os_system_is_refused(
