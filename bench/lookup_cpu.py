@@ -1,6 +1,6 @@
 """Per-lookup CPU time of one code tree on a 100k catalog: an A/B tool for a busy machine.
 
-    uv run python bench/lookup_cpu.py TREE SHAPE QUERIES     # e.g. /tmp/old releases 1000
+    uv run python bench/lookup_cpu.py TREE SHAPE QUERIES [RECORDS]   # e.g. /tmp/old releases 1000
 
 TREE is a checkout (`git archive <commit> | tar -x -C /tmp/old`); its `bot/` and `bench/bench_lookup.py` are
 used (the catalog and queries of bench_lookup.py, seeded). Each lookup is timed with `time.thread_time_ns`:
@@ -14,6 +14,7 @@ import sys
 import time
 
 root, shape, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+size = int(sys.argv[4]) if len(sys.argv) > 4 else 100_000
 sys.path.insert(0, root)
 sys.path.insert(0, root + "/bench")
 import bench_lookup as b  # noqa: E402
@@ -25,7 +26,7 @@ bases = [r.model_dump() for r in real]
 copies = (10, 8) if shape == "releases" else (1, 1)
 syn = list(
     b.generate_synthetic(
-        bases, 100_000 - len(real), 20240601, releases=copies[0], files=copies[1], escaped=shape == "escaped"
+        bases, size - len(real), 20240601, releases=copies[0], files=copies[1], escaped=shape == "escaped"
     )
 )
 if shape == "escaped":
