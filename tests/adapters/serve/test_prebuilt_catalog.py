@@ -110,9 +110,12 @@ def test_a_prebuilt_catalog_overwritten_in_place_is_refused_not_crashed_on(tmp_p
     for position in range(len(records)):  # the last one lies past the file's new end
         with pytest.raises(PrebuiltError, match="rebuild it"):
             records[position]
+    del records  # (else the retired catalog is freed later, by the service's releasing thread)
     assert live.changed_on_disk()
+    old = weakref.ref(live.current)
     assert live.reload()  # the watcher's next poll serves what the file now holds
     assert len(live.matcher) == 1
+    assert old() is None
     assert live.lookup(PASTES[0]).best is None
 
 
