@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from bot.autocomplete import Autocomplete, SuggestFields
@@ -356,10 +356,28 @@ class PanicLookup:
         return self._versions.get(record_id)
 
     @functools.cached_property
+    def suggest_fields(self) -> SuggestFields:
+        """Every record's message, tags and whether it is analysed, by position: from a prebuilt file's own
+        section when there is one (its records stay on disk), else from the records."""
+        if self._suggest_fields is not None:
+            return self._suggest_fields()
+        return SuggestFields.of(self.matcher.records)
+
+    @functools.cached_property
     def autocomplete(self) -> Autocomplete:
         """The index that suggests records while someone types (built on first use, once per catalog)."""
-        fields = self._suggest_fields() if self._suggest_fields is not None else None
-        return Autocomplete(self.matcher.records, fields)
+        return Autocomplete(self.matcher.records, self.suggest_fields)
+
+    def unmatched(self, matched: Container[str], limit: int) -> tuple[list[Record], int]:
+        """The records whose id is not in `matched`, analysed ones first (in catalog order within each): the
+        first `limit` of them, and how many there are. Only the records returned are read."""
+        analysed = self.suggest_fields.analysed
+        ids = [""] * len(analysed)
+        for record_id, position in self._positions.items():
+            ids[position] = record_id
+        order = [p for p in range(len(ids)) if analysed[p]] + [p for p in range(len(ids)) if not analysed[p]]
+        never = [position for position in order if ids[position] not in matched]
+        return [self.matcher.records[position] for position in never[:limit]], len(never)
 
     def suggest(self, current: str, limit: int = 25) -> list[Record]:
         """Records for what someone is typing: messages containing it (earliest first), tags starting with

@@ -308,16 +308,16 @@ async def feedback(request: web.Request) -> web.Response:
     down = await asyncio.to_thread(queries.most_downvoted, console.store)
     top = await asyncio.to_thread(queries.most_matched, console.store)
     matched = await asyncio.to_thread(queries.matched_ids, console.store)
-    # Analysed records first: a record with an analysis nobody meets is the surprising one.
-    never = [r for r in lookup.matcher.records if r.id not in matched]
-    never.sort(key=lambda r: not r.has_analysis)
+    # Analysed records first: a record with an analysis nobody meets is the surprising one. Off the event
+    # loop, and reading only the records shown (a prebuilt catalog's records are read from disk).
+    never, never_total = await asyncio.to_thread(lookup.unmatched, matched, NEVER_MATCHED_SHOWN)
     return console.render(
         request,
         "feedback.html",
         down=[(item, lookup.record(item.record_id)) for item in down],
         top=[(item, lookup.record(item.record_id)) for item in top],
-        never=never[:NEVER_MATCHED_SHOWN],
-        never_total=len(never),
+        never=never,
+        never_total=never_total,
         catalog_size=len(lookup.matcher),
     )
 

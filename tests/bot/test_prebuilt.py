@@ -284,3 +284,19 @@ def test_the_records_read_most_recently_stay_validated(
     assert records.validations == 40  # record 0 once, and each of the 39 others
     records[1]
     assert records.validations == 41  # read 38 records ago: gone
+
+
+def test_records_never_matched_are_listed_reading_only_those_shown(
+    source: PanicLookup, prebuilt_file: Path
+) -> None:
+    """The console's "never matched" list: analysed records first, in catalog order within each; over a
+    prebuilt catalog only the records shown are read (not the thousands, on the service's event loop)."""
+    lookup = read_prebuilt(prebuilt_file)
+    records = lookup.matcher.records
+    assert isinstance(records, LazyRecords)
+    everything = list(source.matcher.records)
+    matched = {record.id for record in everything[::3]}
+    expected = sorted((r for r in everything if r.id not in matched), key=lambda r: not r.has_analysis)
+    assert lookup.unmatched(matched, 20) == (expected[:20], len(expected))
+    assert records.validations <= 20
+    assert source.unmatched(matched, 20) == (expected[:20], len(expected))
