@@ -14,10 +14,10 @@ import math
 from array import array
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -101,6 +101,7 @@ ALIGN_MAX_WORDS = 16
 # A group of more records than this (one message in many releases and files) is not ranked whole: only its
 # first records and those in a file of the pasted name can be among the ranked (`Matcher._expand`).
 LARGE_GROUP = 24
+IdArray: TypeAlias = "array[int] | memoryview"  # an index's numbers: an array, or a view of a packed one
 _RECORD_ID = np.dtype(f"=u{array('I').itemsize}")  # postings are array("I") of record positions
 
 
@@ -235,12 +236,13 @@ class Matcher:
         # Per group: a Bloom signature of the words any text matching the pattern holds (0: none known).
         self._signatures: list[int] = []
         # Groups by anchor word(s); groups with no anchor word (none of them a regex).
-        self._anchors: dict[str, array[int]] = {}
-        self._pair_anchors: dict[str, dict[str, array[int]]] = {}
+        # (A prebuilt index reads these mappings in place: their arrays are memoryviews of one packed array.)
+        self._anchors: Mapping[str, IdArray] = {}
+        self._pair_anchors: Mapping[str, Mapping[str, IdArray]] = {}
         self._unanchored = array("I")
-        self._postings: dict[str, array[int]] = {}
-        self._by_path: dict[tuple[str, ...], array[int]] = {}  # each file's records, by line
-        self._path_lines: dict[tuple[str, ...], array[int]] = {}
+        self._postings: Mapping[str, IdArray] = {}
+        self._by_path: Mapping[tuple[str, ...], IdArray] = {}  # each file's records, by line
+        self._path_lines: Mapping[tuple[str, ...], IdArray] = {}
         self._paths_by_basename: dict[str, list[tuple[str, ...]]] = {}
         self._paths_by_ending: dict[tuple[str, ...], list[tuple[str, ...]]] = {}  # by their last two parts
         self._near_pools: dict[int, list[str]] = {}  # by length: the words 2 letters shorter to longer
@@ -345,15 +347,18 @@ class Matcher:
             for first, seconds in pair_anchors.items()
         }
         self._postings = {token: array("I", postings[token]) for token in order}
+        files: dict[tuple[str, ...], IdArray] = {}
+        file_lines: dict[tuple[str, ...], IdArray] = {}
         for parts, ids in by_path.items():
             if not parts:
                 continue
             ids.sort(key=self._lines.__getitem__)  # stable: same-line records stay in catalog order
-            self._by_path[parts] = array("I", ids)
-            self._path_lines[parts] = array("i", [self._lines[i] for i in ids])
+            files[parts] = array("I", ids)
+            file_lines[parts] = array("i", [self._lines[i] for i in ids])
             self._paths_by_basename.setdefault(parts[-1], []).append(parts)
             if len(parts) >= 2:
                 self._paths_by_ending.setdefault(parts[-2:], []).append(parts)
+        self._by_path, self._path_lines = files, file_lines
         by_length: dict[int, list[str]] = defaultdict(list)
         for token in order:
             if not token[0].isdigit():  # a number is never a typo of a word

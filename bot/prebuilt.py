@@ -174,15 +174,16 @@ def prebuilt_bytes(lookup: PanicLookup) -> bytes:
 
 def _pack(value: object) -> tuple[Any, ...]:
     """A dict of arrays (or of dicts of arrays) as its keys and one concatenated array: unpickling many small
-    arrays keeps every one's bytes alive in the unpickler's memo until the end (twice the memory at load)."""
-    if not isinstance(value, dict):
+    arrays keeps every one's bytes alive in the unpickler's memo until the end (twice the memory at load).
+    A mapping read in place from a prebuilt file (its arrays memoryviews) packs the same way."""
+    if not isinstance(value, Mapping):
         raise TypeError(f"cannot pack {type(value).__name__}")
-    if any(isinstance(inner, dict) for inner in value.values()):
+    if any(isinstance(inner, Mapping) for inner in value.values()):
         counts = array("Q", [len(inner) for inner in value.values()])
         flat = {(outer, key): item for outer, inner in value.items() for key, item in inner.items()}
         _, keys, whole, ends = _pack(flat)
         return ("nested", list(value), counts, [key for _, key in keys], whole, ends)
-    values = list(value.values())
+    values = [array(item.format, item) if isinstance(item, memoryview) else item for item in value.values()]
     typecode = values[0].typecode if values else "I"
     whole = array(typecode)
     ends = array("Q")

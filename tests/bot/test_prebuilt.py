@@ -300,3 +300,15 @@ def test_records_never_matched_are_listed_reading_only_those_shown(
     assert lookup.unmatched(matched, 20) == (expected[:20], len(expected))
     assert records.validations <= 20
     assert source.unmatched(matched, 20) == (expected[:20], len(expected))
+
+
+def test_a_prebuilt_lookup_is_written_again_as_it_was_read(tmp_path: Path) -> None:
+    """An index read in place (its dicts of arrays are views of packed arrays) packs again into the same
+    file, which answers the same."""
+    path = tmp_path / "seeds.pbcat"
+    write_prebuilt(PanicLookup(load_catalog([SEEDS_FILE])), path)
+    once = read_prebuilt(path)
+    again = tmp_path / "again.pbcat"
+    write_prebuilt(once, again)
+    assert again.read_bytes() == path.read_bytes()
+    assert_same_answers(once, read_prebuilt(again), [*seed_pastes()[:40], *TYPED])
