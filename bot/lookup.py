@@ -355,6 +355,10 @@ class PanicLookup:
     def dataset_version(self, record_id: str) -> str | None:
         return self._versions.get(record_id)
 
+    def dataset_versions(self) -> list[str]:
+        """The data set versions of the catalog's records (a prebuilt catalog keeps one per record)."""
+        return sorted({version for version in self._versions.values() if version})
+
     @functools.cached_property
     def suggest_fields(self) -> SuggestFields:
         """Every record's message, tags and whether it is analysed, by position: from a prebuilt file's own

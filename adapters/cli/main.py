@@ -92,14 +92,14 @@ def open_catalog(paths: Sequence[str], err: Console) -> Catalog:
 
 def open_lookup(paths: Sequence[str], err: Console) -> PanicLookup:
     """The lookup of `paths`: a prebuilt catalog file (`.pbcat`, alone) is loaded as built; no paths, the
-    embedded catalog, prebuilt once in the user's cache folder (`adapters/cli/default_cache.py`); else the
+    embedded catalog, prebuilt once in the user's cache folder (`adapters/default_cache.py`); else the
     catalogs are read and indexed (see `open_catalog`)."""
     if any(is_prebuilt_path(path) for path in paths):
         from adapters.cli.prebuilt_commands import open_prebuilt  # noqa: PLC0415
 
         return open_prebuilt(paths)
     if not paths:
-        from adapters.cli.default_cache import open_default_lookup  # noqa: PLC0415
+        from adapters.default_cache import open_default_lookup  # noqa: PLC0415
 
         return open_default_lookup(os.environ)
     return PanicLookup(open_catalog(paths, err))

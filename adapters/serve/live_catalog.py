@@ -16,6 +16,7 @@ import ctypes
 import ctypes.util
 import gc
 import logging
+import os
 import signal
 import sys
 import threading
@@ -27,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.default_cache import open_default_lookup
 from adapters.serve.logs import log_summary
 from bot import Card, Lookup, LookupResult, Match, Matcher, PanicLookup, PasteReading, Record
-from bot.records import Catalog, catalog_files, default_catalog, load_catalog
+from bot.records import Catalog, catalog_files, load_catalog
 
 PREBUILT_SUFFIX = ".pbcat"  # bot.prebuilt.SUFFIX, without importing pickle for every service
 
@@ -53,14 +55,18 @@ def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
     CatalogLoadError saying why."""
     if any(str(path).endswith(PREBUILT_SUFFIX) for path in paths):
         return _read_prebuilt(paths)
-    catalog: Catalog = load_catalog(paths) if paths else default_catalog()
+    if not paths:
+        # The embedded data set, prebuilt once in the user's cache folder (adapters/default_cache.py: any
+        # problem with the cache falls back to the JSONL).
+        lookup = open_default_lookup(os.environ)
+        return lookup, LoadReport(len(lookup.matcher), [], ["embedded default data set"])
+    catalog: Catalog = load_catalog(paths)
     problems = [str(problem) for problem in catalog.errors]
     # One line however many: a catalog built by concatenation can hold tens of thousands of duplicates.
     log_summary(log, logging.WARNING, "duplicate ids in the catalog (later records kept)", catalog.duplicates)
     if not catalog.entries:
         raise CatalogLoadError("; ".join(problems[:5]) or "no record found")
-    sources = list(paths) or ["embedded default data set"]
-    return PanicLookup(catalog), LoadReport(len(catalog.entries), problems, sources)
+    return PanicLookup(catalog), LoadReport(len(catalog.entries), problems, list(paths))
 
 
 def _read_prebuilt(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:

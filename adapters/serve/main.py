@@ -226,7 +226,7 @@ class Service:
         self.bound: Any = None
 
     def _catalog_loaded(self, lookup: PanicLookup, report: LoadReport) -> None:
-        self.metrics.catalog_loaded(report.records, lookup.catalog.dataset_versions, report.sources)
+        self.metrics.catalog_loaded(report.records, lookup.dataset_versions(), report.sources)
         self.metrics.catalog_reloads.labels("loaded").inc()
 
     def _open_store(self) -> SqlStore:

@@ -12,12 +12,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from adapters import default_cache
 from adapters.serve import live_catalog
 from adapters.serve.live_catalog import CatalogLoadError, LiveLookup
 from adapters.serve.main import Service, ServiceError
 from bot import prebuilt
 from bot.lookup import PanicLookup, result_json
-from bot.prebuilt import PrebuiltError, write_prebuilt
+from bot.prebuilt import LazyRecords, PrebuiltError, write_prebuilt
 from bot.records import load_catalog
 from tests.adapters.serve.test_service import SEEDS, settings, started, stopped
 from tests.support.local_only import isolate
@@ -72,9 +73,13 @@ def test_the_service_serves_a_prebuilt_catalog(clean_env: pytest.MonkeyPatch, tm
     async def scenario() -> None:
         service = Service(settings(panicbot_catalog=str(path)), [])
         task, base = await started(service)
-        async with aiohttp.ClientSession() as http, http.get(f"{base}/readyz") as response:
-            body = await response.json()
-            assert response.status == 200 and body["records"] == 3
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/readyz") as response:
+                body = await response.json()
+                assert response.status == 200 and body["records"] == 3
+            async with http.get(f"{base}/metrics") as response:
+                text = await response.text()
+                assert 'versions="2026-09-12T17:17:11.597Z"' in text  # kept per record in the file
         await stopped(service, task)
 
     asyncio.run(scenario())
@@ -147,3 +152,20 @@ def test_a_prebuilt_catalog_is_served_alone(tmp_path: Path) -> None:
     path = built(tmp_path)
     with pytest.raises(CatalogLoadError, match="served alone"):
         LiveLookup([str(path), str(SEEDS)])
+
+
+def test_the_embedded_catalog_is_served_from_the_users_prebuilt_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no PANICBOT_CATALOG, the service's first start writes the embedded catalog's prebuilt copy to the
+    cache folder (adapters/default_cache.py) and later starts serve it, answering the same."""
+    monkeypatch.setenv("PANICBOT_CACHE_DIR", str(tmp_path / "cache"))
+    first = LiveLookup([])
+    assert len(list((tmp_path / "cache").glob("*.pbcat"))) == 1
+    monkeypatch.setattr(default_cache, "default_catalog", lambda: pytest.fail("the JSONL was read"))
+    later = LiveLookup([])
+    assert isinstance(later.matcher.records, LazyRecords)
+    assert len(later.matcher) == len(first.matcher) > 5_000
+    for paste in PASTES:
+        assert result_json(later.lookup(paste)) == result_json(first.lookup(paste))
+    assert later.current.dataset_versions() == first.current.dataset_versions() != []

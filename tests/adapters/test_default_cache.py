@@ -1,4 +1,4 @@
-"""The embedded catalog's prebuilt cache (adapters/cli/default_cache.py): written on the first start, read on
+"""The embedded catalog's prebuilt cache (adapters/default_cache.py): written on the first start, read on
 later ones with the same answers, keyed by the data and the code, and never a problem for the user: an
 unwritable folder, a damaged, stale or foreign file all fall back to the JSONL path (and a bad file is
 replaced)."""
@@ -21,7 +21,7 @@ import pydantic
 import pytest
 
 import bot
-from adapters.cli import default_cache
+from adapters import default_cache
 from adapters.cli import main as cli
 from bot.lookup import PanicLookup, result_json
 from bot.prebuilt import MAGIC, LazyRecords
