@@ -80,6 +80,7 @@ UNORDERED_WORDS_CREDIT = 0.97  # of a text holding a typed fragment's words, but
 MAX_QUERY_CHARS = 16_000  # a message with a long Debug value in it still matches its pattern
 MAX_RESULTS = 5
 SIGNATURE_BITS = 128  # of a pattern's word signature (two bits a word)
+UNMADE = -1  # a signature not made yet (a restored index makes each when first needed)
 # A pasted location adds the pasted file's records nearest the line as candidates: this many on each side
 # (twice this many in all), in up to NEIGHBOUR_FILES files; among more files of that name (another
 # version's mod.rs), the nearest one on each side of each file compete.
@@ -234,7 +235,10 @@ class Matcher:
         self._paths: list[tuple[str, ...]] = []
         self._lines = array("i")  # -1: no line number
         # Per group: a Bloom signature of the words any text matching the pattern holds (0: none known).
-        self._signatures: list[int] = []
+        self._signatures: list[int] = []  # UNMADE: made from `_anchor_source` when first needed
+        # A restored index's groups' anchor words (vocabulary, per-group starts, word positions), which its
+        # signatures are made from on first use: making them all at load took 1.6 s at a million records.
+        self._anchor_source: tuple[list[str], array[int], array[int], list[int]] | None = None
         # Groups by anchor word(s); groups with no anchor word (none of them a regex).
         # (A prebuilt index reads these mappings in place: their arrays are memoryviews of one packed array.)
         self._anchors: Mapping[str, IdArray] = {}
@@ -381,7 +385,7 @@ class Matcher:
 
     # What `export_state` leaves out: the records (stored apart), the compiled RE2 Sets (rebuilt from their
     # patterns), the typo cache, and the word signatures (made with this process's string hash).
-    _NOT_EXPORTED = frozenset({"records", "_regex_sets", "_near_cache", "_signatures"})
+    _NOT_EXPORTED = frozenset({"records", "_regex_sets", "_near_cache", "_signatures", "_anchor_source"})
 
     def export_state(self) -> dict[str, object]:
         """The index as plain containers, for `restore` in another process: every attribute but the
@@ -391,7 +395,8 @@ class Matcher:
         vocabulary = {token: position for position, token in enumerate(self._postings)}
         anchor_start = array("I")
         anchor_words = array("I")
-        for group, signature in enumerate(self._signatures):
+        for group, made in enumerate(self._signatures):
+            signature = made if made != UNMADE else self._made_signature(group)
             anchor_start.append(len(anchor_words))
             if not signature:
                 continue
@@ -420,17 +425,24 @@ class Matcher:
         matcher._regex_sets = RegexSets(regexes)
         vocabulary = list(matcher._postings)
         bits = [0] * len(vocabulary)  # a word's two bits, made on first use (never 0 once made)
-        signatures: list[int] = []
-        for group in range(len(anchor_start) - 1):
-            signature = 0
-            for word in anchor_words[anchor_start[group] : anchor_start[group + 1]]:
-                word_bits = bits[word]
-                if not word_bits:
-                    word_bits = bits[word] = _signature((vocabulary[word],))
-                signature |= word_bits
-            signatures.append(signature)
-        matcher._signatures = signatures
+        matcher._anchor_source = (vocabulary, anchor_start, anchor_words, bits)
+        matcher._signatures = [UNMADE] * (len(anchor_start) - 1)
         return matcher
+
+    def _made_signature(self, group: int) -> int:
+        """A restored group's signature, made from its anchor words and kept (two threads making the same
+        one make the same value)."""
+        if self._anchor_source is None:
+            raise RuntimeError("a signature to make, and no anchor words to make it from")
+        vocabulary, anchor_start, anchor_words, bits = self._anchor_source
+        signature = 0
+        for word in anchor_words[anchor_start[group] : anchor_start[group + 1]]:
+            word_bits = bits[word]
+            if not word_bits:
+                word_bits = bits[word] = _signature((vocabulary[word],))
+            signature |= word_bits
+        self._signatures[group] = signature
+        return signature
 
     def _literal(self, record_index: int) -> str:
         """Lower-case literal text, placeholders as spaces: what typed queries are compared with."""
@@ -548,7 +560,10 @@ class Matcher:
         if self._regex_sets:
             candidates.update(self._regex_sets.search([pasted for _, pasted in forms]))
         for group in candidates:
-            if self._signatures[group] & lacking:
+            signature = self._signatures[group]
+            if signature == UNMADE:
+                signature = self._made_signature(group)
+            if signature & lacking:
                 continue  # a word the pattern needs is not in the message
             key = self._group_keys[group]
             best: PatternHit | None = None
