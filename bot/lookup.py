@@ -59,6 +59,7 @@ class PanicLookup:
         self.under_review = frozenset(r.id for r in self.matcher.records if analysis_is_suspect(r))
         # What autocomplete reads of every record, when stored apart (a prebuilt file): else the records.
         self._suggest_fields: Callable[[], SuggestFields] | None = None
+        self._dataset_versions: list[str] | None = None  # made on first use
 
     @classmethod
     def from_prebuilt(
@@ -69,6 +70,7 @@ class PanicLookup:
         versions: Mapping[str, str | None],
         under_review: frozenset[str],
         suggest_fields: Callable[[], SuggestFields] | None = None,
+        dataset_versions: list[str] | None = None,
     ) -> PanicLookup:
         """A lookup from a prebuilt file's state (`bot.prebuilt.read_prebuilt`): nothing is recomputed from
         the records, which the matcher reads lazily. `catalog` holds the release table and `covered`, not
@@ -80,6 +82,7 @@ class PanicLookup:
         lookup._positions = positions
         lookup.under_review = under_review
         lookup._suggest_fields = suggest_fields
+        lookup._dataset_versions = dataset_versions
         return lookup
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
@@ -356,8 +359,10 @@ class PanicLookup:
         return self._versions.get(record_id)
 
     def dataset_versions(self) -> list[str]:
-        """The data set versions of the catalog's records (a prebuilt catalog keeps one per record)."""
-        return sorted({version for version in self._versions.values() if version})
+        """The data set versions of the catalog's records (a prebuilt file lists them)."""
+        if self._dataset_versions is None:
+            self._dataset_versions = sorted({version for version in self._versions.values() if version})
+        return list(self._dataset_versions)
 
     @functools.cached_property
     def suggest_fields(self) -> SuggestFields:

@@ -566,4 +566,7 @@ def _assemble(
     catalog = Catalog(releases=releases, covered=index["covered"])
     suggest_start, suggest_length = suggest_section
     suggest = SuggestSection(records, suggest_start, suggest_length, header.get("suggest_sha256"))
-    return PanicLookup.from_prebuilt(catalog, matcher, positions, versions, index["under_review"], suggest)
+    names = sorted(name for name in index["version_names"] if name)
+    return PanicLookup.from_prebuilt(
+        catalog, matcher, positions, versions, index["under_review"], suggest, dataset_versions=names
+    )

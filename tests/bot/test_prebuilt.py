@@ -102,6 +102,7 @@ def test_records_ids_versions_and_cards_by_id_are_the_same(
         assert prebuilt.dataset_version(record.id) == source.dataset_version(record.id)
         assert prebuilt.card_for_record(record.id, 0.9) == source.card_for_record(record.id, 0.9)
     assert prebuilt.record("no-such-id") is None
+    assert prebuilt.dataset_versions() == source.dataset_versions() != []
 
 
 def test_a_lookup_validates_only_the_records_it_touches(prebuilt_file: Path) -> None:
