@@ -488,12 +488,12 @@ class Matcher:
         parts = path_parts(panic.location.path) if panic.location is not None else ()
         group_hits = self._pattern_evidence(variants, evidence, kept, parts[-1] if parts else None)
         # Location points can lift any candidate, unless no record is in a file of that name.
-        bounded = panic.location is None or not self._knows_file_name(panic.location)
+        bounded = not parts or parts[-1] not in self._paths_by_basename
         if variants and not _decided_by_patterns(evidence, self._keys, bounded):
             # A typo or a typed query: only a weak pattern (a short word inside) or none met the text.
             self._fuzzy_evidence(variants, evidence, max(limit, 1) + FUZZY_RIVALS, bounded, group_hits)
         if panic.location is not None:
-            self._location_evidence(panic.location, evidence)
+            self._location_evidence(panic.location, parts, evidence)
         scored = sorted(evidence.items(), key=lambda item: (-item[1].score, item[0]))[:kept]
         decided = []
         # A candidate's rival is the best one with another message (same-message sites are not rivals).
@@ -606,10 +606,11 @@ class Matcher:
         nearby = self._large_group_files[group].get(file_name) if file_name else None
         return first if not nearby else chain(first, nearby)
 
-    def _location_evidence(self, location: Location, evidence: dict[int, _Evidence]) -> None:
+    def _location_evidence(
+        self, location: Location, parts: tuple[str, ...], evidence: dict[int, _Evidence]
+    ) -> None:
         """Location points for every candidate, and the pasted file's records nearest the pasted line as
         candidates of their own (nearby records, never the answer by themselves)."""
-        parts = path_parts(location.path)
         if not parts:
             return
         exact = parts in self._by_path
@@ -652,10 +653,6 @@ class Matcher:
                 distance = abs(line - record_line) if line is not None and record_line >= 0 else unknown
                 nearby.append((distance, record_index))
         return [record_index for _, record_index in heapq.nsmallest(2 * NEIGHBOURS, nearby)]
-
-    def _knows_file_name(self, location: Location) -> bool:
-        parts = path_parts(location.path)
-        return bool(parts) and parts[-1] in self._paths_by_basename
 
     def _location_points(
         self, record_index: int, parts: tuple[str, ...], exact: bool, line: int | None
@@ -754,7 +751,9 @@ class Matcher:
             elif similarity > kept[0]:
                 heapq.heapreplace(kept, similarity)
 
-    def _word_sums(self, words: list[_QueryWord]) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
+    def _word_sums(
+        self, words: list[_QueryWord], budget: int | None = None
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
         """The candidate records of a query (sorted ids) and each one's summed weights of every reading of
         the query's words it holds. Candidates are the records holding a reading of a rarer word: one whose
         likeliest reading is in at most COMMON_TOKEN_POSTINGS records, else the rarest word. A common word
@@ -776,7 +775,9 @@ class Matcher:
         rare = [reading for reading in weighted if reading in bearing]
         if not rare:
             return np.zeros(0, dtype=_RECORD_ID), np.zeros(0, dtype=np.float64)
-        postings = [np.frombuffer(self._postings[reading], dtype=_RECORD_ID) for reading in rare]
+        # With a `budget` (autocomplete's guesses), a posting that brings candidates is cut to its first
+        # records: time bounded by the budget, not by the catalog.
+        postings = [np.frombuffer(self._postings[reading], dtype=_RECORD_ID)[:budget] for reading in rare]
         if len(postings) == 1:  # one posting is sorted and unique already
             ids = postings[0]
             sums = np.full(len(ids), weighted[rare[0]], dtype=np.float64)
@@ -864,7 +865,7 @@ class Matcher:
         words, total = self._query_words(query)
         if not words or total <= 0.0:
             return []
-        ids, sums = self._bounded_word_sums(words, budget)
+        ids, sums = self._word_sums(words, budget)
         similarity_to = _TextSimilarity(query)
         ranked: list[tuple[float, int]] = []
         kept: list[float] = []  # a min-heap of the best `limit` similarities
@@ -884,35 +885,6 @@ class Matcher:
                 heapq.heapreplace(kept, similarity)
         ranked.sort()
         return [self.records[record_index] for _, record_index in ranked[:limit]]
-
-    def _bounded_word_sums(
-        self, words: list[_QueryWord], budget: int
-    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]:
-        """`_word_sums` with every posting that brings candidates cut to its first `budget` records: the
-        weights a guess needs in time bounded by `budget` (not by the catalog: at a million records the
-        rarest of a few common words is in tens of thousands)."""
-        weighted: dict[str, float] = {}
-        bearing: set[str] = set()
-        for position, query_word in enumerate(sorted(words, key=self._likeliest_posting_length)):
-            brings = position == 0 or self._likeliest_posting_length(query_word) <= COMMON_TOKEN_POSTINGS
-            for reading, credit in query_word.readings:
-                weighted[reading] = max(weighted.get(reading, 0.0), query_word.weight * credit)
-                if brings:
-                    bearing.add(reading)
-        rare = [reading for reading in weighted if reading in bearing]
-        if not rare:
-            return np.zeros(0, dtype=_RECORD_ID), np.zeros(0, dtype=np.float64)
-        postings = [np.frombuffer(self._postings[reading], dtype=_RECORD_ID)[:budget] for reading in rare]
-        ids, positions = np.unique(np.concatenate(postings), return_inverse=True)
-        per_posting = np.repeat([weighted[reading] for reading in rare], [len(p) for p in postings])
-        sums = np.bincount(positions, weights=per_posting).astype(np.float64, copy=False)
-        for reading, weight in weighted.items():
-            if reading in bearing:
-                continue
-            posting = np.frombuffer(self._postings[reading], dtype=_RECORD_ID)
-            at = np.minimum(np.searchsorted(posting, ids), len(posting) - 1)
-            sums = sums + weight * (posting[at] == ids)
-        return ids, sums
 
     # -- decisions ------------------------------------------------------------------------------------
 

@@ -195,28 +195,11 @@ def _pack(value: object) -> tuple[Any, ...]:
     return ("arrays", list(value), whole, ends)
 
 
-class PackedArrays(Mapping[Any, memoryview]):
-    """A dict of arrays as `_pack` stored it, read in place: a key's array is a view of its slice of the one
-    concatenated array, made when asked for (unpacking a million small arrays took seconds at load). The
-    views index, slice, iterate and search like the arrays they stand for."""
+class _PackedKeys:
+    """The keys of a packed mapping, in their stored order, and where each one's values are."""
 
-    def __init__(self, keys: list[Any], whole: array[int], ends: array[int], first: int = 0) -> None:
-        if not isinstance(whole, array) or not isinstance(ends, array) or len(keys) > len(ends) - first:
-            raise TypeError("packed arrays")
-        self._keys = keys
-        self._index = {key: position for position, key in enumerate(keys, start=first)}
-        self._view = memoryview(whole)
-        self._ends = ends
-
-    def __getitem__(self, key: Any) -> memoryview:
-        position = self._index[key]
-        return self._view[self._ends[position - 1] if position else 0 : self._ends[position]]
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        position = self._index.get(key)
-        if position is None:
-            return default
-        return self._view[self._ends[position - 1] if position else 0 : self._ends[position]]
+    _keys: list[Any]
+    _index: Mapping[Any, object]
 
     def __contains__(self, key: object) -> bool:
         return key in self._index
@@ -228,7 +211,31 @@ class PackedArrays(Mapping[Any, memoryview]):
         return len(self._keys)
 
 
-class PackedNested(Mapping[Any, PackedArrays]):
+class PackedArrays(_PackedKeys, Mapping[Any, memoryview]):
+    """A dict of arrays as `_pack` stored it, read in place: a key's array is a view of its slice of the one
+    concatenated array, made when asked for (unpacking a million small arrays took seconds at load). The
+    views index, slice, iterate and search like the arrays they stand for."""
+
+    def __init__(self, keys: list[Any], whole: array[int], ends: array[int], first: int = 0) -> None:
+        if not isinstance(whole, array) or not isinstance(ends, array) or len(keys) > len(ends) - first:
+            raise TypeError("packed arrays")
+        self._keys = keys
+        self._index: dict[Any, int] = {key: position for position, key in enumerate(keys, start=first)}
+        self._view = memoryview(whole)
+        self._ends = ends
+
+    def __getitem__(self, key: Any) -> memoryview:
+        return self._slice(self._index[key])
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        position = self._index.get(key)
+        return default if position is None else self._slice(position)
+
+    def _slice(self, position: int) -> memoryview:
+        return self._view[self._ends[position - 1] if position else 0 : self._ends[position]]
+
+
+class PackedNested(_PackedKeys, Mapping[Any, PackedArrays]):
     """A dict of dicts of arrays as `_pack` stored it: an outer key's dict is made when first asked for
     (a view of its slice of the inner keys and arrays), and kept."""
 
@@ -258,15 +265,6 @@ class PackedNested(Mapping[Any, PackedArrays]):
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self._index else default
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._index
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
 
 
 def _unpack(packed: Any) -> Mapping[Any, Any]:

@@ -28,7 +28,6 @@ CHUNK_LINES = 64  # lines a worker answers at a time: a round trip costs about o
 CHUNKS_AHEAD = 4  # per worker, read ahead of the line being written
 
 _worker_lookup: PanicLookup | None = None  # the catalog of a worker process
-_worker_opener: Callable[[], PanicLookup] | None = None
 
 
 class BatchWorkerError(RuntimeError):
@@ -103,15 +102,18 @@ def _answered_in_workers(
     opener: Callable[[], PanicLookup] | None,
 ) -> Iterator[tuple[int, list[str]]]:
     """(the last input line of a chunk, its result lines), chunk by chunk in input order."""
-    global _worker_lookup, _worker_opener  # noqa: PLW0603  (what a forked worker inherits)
+    global _worker_lookup  # noqa: PLW0603  (what a forked worker inherits)
     forking = "fork" in multiprocessing.get_all_start_methods()
-    _worker_lookup, _worker_opener = (service, None) if forking else (None, opener)
+    _worker_lookup = service if forking else None
     context = multiprocessing.get_context("fork" if forking else "spawn")
     gc.freeze()  # the catalog is not walked by the workers' collections: their pages stay shared
     pending: deque[Future[tuple[int, list[str]]]] = deque()
     try:
         with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(_worker_opener,)
+            max_workers=jobs,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(None if forking else opener,),
         ) as pool:
             while True:
                 while len(pending) < jobs * CHUNKS_AHEAD:
@@ -123,7 +125,7 @@ def _answered_in_workers(
                     return
                 yield pending.popleft().result()
     finally:
-        _worker_lookup = _worker_opener = None
+        _worker_lookup = None
         gc.unfreeze()
 
 

@@ -28,12 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.cli.prebuilt_commands import PrebuiltUsageError, is_prebuilt_path, open_prebuilt
 from adapters.default_cache import open_default_lookup
 from adapters.serve.logs import log_summary
 from bot import Card, Lookup, LookupResult, Match, Matcher, PanicLookup, PasteReading, Record
 from bot.records import Catalog, catalog_files, load_catalog
-
-PREBUILT_SUFFIX = ".pbcat"  # bot.prebuilt.SUFFIX, without importing pickle for every service
 
 log = logging.getLogger("panicbot.catalog")
 
@@ -53,8 +52,12 @@ def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
     """A PanicLookup over `paths` (the embedded data set when empty); bad lines are reported, not fatal.
     A prebuilt catalog (`.pbcat`, named alone) is loaded as built: a refused one (stale, damaged) is a
     CatalogLoadError saying why."""
-    if any(str(path).endswith(PREBUILT_SUFFIX) for path in paths):
-        return _read_prebuilt(paths)
+    if any(is_prebuilt_path(path) for path in paths):
+        try:
+            lookup = open_prebuilt(paths)
+        except PrebuiltUsageError as exc:
+            raise CatalogLoadError(str(exc)) from None
+        return lookup, LoadReport(len(lookup.matcher), [], [str(paths[0])])
     if not paths:
         # The embedded data set, prebuilt once in the user's cache folder (adapters/default_cache.py: any
         # problem with the cache falls back to the JSONL).
@@ -67,21 +70,6 @@ def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
     if not catalog.entries:
         raise CatalogLoadError("; ".join(problems[:5]) or "no record found")
     return PanicLookup(catalog), LoadReport(len(catalog.entries), problems, list(paths))
-
-
-def _read_prebuilt(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
-    from bot.prebuilt import PrebuiltError, read_prebuilt  # noqa: PLC0415  (pickle: only when one is served)
-
-    if len(paths) != 1:
-        raise CatalogLoadError(
-            "a prebuilt catalog (.pbcat) is served alone, not with other catalog paths: build one file from "
-            "all the sources with `panicbot catalog build SRC... -o OUT.pbcat`"
-        )
-    try:
-        lookup = read_prebuilt(paths[0])
-    except PrebuiltError as exc:
-        raise CatalogLoadError(str(exc)) from None
-    return lookup, LoadReport(len(lookup.matcher), [], [str(paths[0])])
 
 
 def _fingerprint(paths: Sequence[str]) -> tuple[tuple[str, float, int], ...]:

@@ -291,7 +291,7 @@ def test_typed_guesses_read_at_most_their_budget_of_each_words_records() -> None
     matcher = embedded().matcher
     words, _ = matcher._query_words("tensor shape must be")
     assert all(len(matcher._postings[w.readings[0][0]]) > 3 for w in words)
-    ids, sums = matcher._bounded_word_sums(words, 3)
+    ids, sums = matcher._word_sums(words, 3)
     assert 0 < len(ids) <= 3 * len(words) and len(sums) == len(ids)
     full_ids, _ = matcher._word_sums(words)
     assert set(ids.tolist()) <= set(full_ids.tolist()) and len(full_ids) > len(ids)

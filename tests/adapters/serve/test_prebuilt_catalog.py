@@ -13,7 +13,6 @@ import aiohttp
 import pytest
 
 from adapters import default_cache
-from adapters.serve import live_catalog
 from adapters.serve.live_catalog import CatalogLoadError, LiveLookup
 from adapters.serve.main import Service, ServiceError
 from bot import prebuilt
@@ -51,10 +50,6 @@ def built(tmp_path: Path, lines: int = 3, name: str = "catalog.pbcat") -> Path:
 
 def open_descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
-
-
-def test_the_suffix_is_the_prebuilt_modules() -> None:
-    assert live_catalog.PREBUILT_SUFFIX == prebuilt.SUFFIX
 
 
 def test_a_prebuilt_catalog_answers_as_its_sources_do(tmp_path: Path) -> None:
@@ -150,7 +145,7 @@ def test_a_damaged_prebuilt_catalog_keeps_the_previous_one_serving(tmp_path: Pat
 
 def test_a_prebuilt_catalog_is_served_alone(tmp_path: Path) -> None:
     path = built(tmp_path)
-    with pytest.raises(CatalogLoadError, match="served alone"):
+    with pytest.raises(CatalogLoadError, match="cannot be combined with other catalog paths"):
         LiveLookup([str(path), str(SEEDS)])
 
 
