@@ -33,6 +33,7 @@ _DEPENDENCY = re.compile(
     re.MULTILINE,
 )
 MAX_SCANNED_CHARS = 2_000_000  # version hints are read from the first part of a huge paste
+CANDIDATES_KEPT = 4_096  # `ReleaseTable.candidates` answers kept (a few per distinct paste)
 
 
 def version_key(text: str) -> tuple[int, int, int, int, str]:
@@ -179,6 +180,12 @@ class ReleaseTable:
     # repo -> the crates its releases name, and those crates by their Cargo spelling (`serde-json`): made on
     # first use, as each lookup asks for them several times.
     _repo_crates: dict[str, tuple[frozenset[str], dict[str, str]]] = field(default_factory=dict)
+    # (repo, crate, hints) -> the repository's release list it was read from and `candidates`' answer: each
+    # match of a lookup asks again with the same hints. Emptied when it reaches CANDIDATES_KEPT entries.
+    _candidates: dict[
+        tuple[str, str | None, tuple[VersionHint | CheckoutHint, ...]],
+        tuple[list[Release], tuple[Release, ...]],
+    ] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self._sites) or bool(self._pending)
@@ -225,6 +232,7 @@ class ReleaseTable:
                 for crate in release.crates:
                     self.repos_by_crate.setdefault(crate, set()).add(repo)
             self._repo_crates.pop(repo, None)
+        self._candidates = {}
 
     def add_site_rows(self, rows: Iterable[Mapping[str, Any]], *, lazy: bool = False) -> None:
         """Rows of the ecosystem side table (`releases` groups), or of a single-release one such as
@@ -388,8 +396,17 @@ class ReleaseTable:
         sites = self._sites_for(record_id)
         if not sites:
             return None
+        # Sites are sorted by release order: the newest release's are among the last ones, those of its
+        # order (the first of them in the list is the answer).
         newest = sites[-1].release
-        return next(site for site in sites if site.release == newest)
+        first = len(sites) - 1
+        for position in range(len(sites) - 2, -1, -1):
+            release = sites[position].release
+            if release.order != newest.order:
+                break
+            if _same_release(release, newest):
+                first = position
+        return sites[first]
 
     def gone_since(self, record_id: str) -> Release | None:
         """The first release of the repository, after the newest one with the site, that no longer has it."""
@@ -415,6 +432,23 @@ class ReleaseTable:
         releases = self.releases.get(repo, [])
         if not releases:
             return []
+        key = (repo, crate, tuple(hints))
+        kept = self._candidates.get(key)
+        if kept is not None and kept[0] is releases:
+            return list(kept[1])
+        found = self._read_candidates(repo, crate, hints, releases)
+        if len(self._candidates) >= CANDIDATES_KEPT:
+            self._candidates = {}  # a new dict, not cleared: a lookup in another thread may be reading it
+        self._candidates[key] = (releases, tuple(found))
+        return found
+
+    def _read_candidates(
+        self,
+        repo: str,
+        crate: str | None,
+        hints: Sequence[VersionHint | CheckoutHint],
+        releases: list[Release],
+    ) -> list[Release]:
         repo_name = repo.rsplit("/", 1)[-1].lower()
         repo_crates, spelled = self._crate_names(repo, releases)
         for hint in hints:
@@ -446,8 +480,13 @@ class ReleaseTable:
         """The record's site in the first of `releases` that has it: of a message raised at several lines of
         the file, the one nearest `line` (the pasted line), else the first."""
         sites = self.sites_of(record_id)
+        if not sites or not releases:
+            return None
+        by_ref: dict[str, list[Site]] = {}
+        for site in sites:
+            by_ref.setdefault(site.release.ref, []).append(site)
         for release in releases:
-            here = [site for site in sites if site.release == release]
+            here = [site for site in by_ref.get(release.ref, ()) if _same_release(site.release, release)]
             if here:
                 return nearest_site(here, line)
         return None
@@ -511,6 +550,12 @@ def _add_row_sites(
                     )
                 )
     found.sort(key=lambda site: site.release.order)
+
+
+def _same_release(one: Release, other: Release) -> bool:
+    """Equal releases; the same object, as a record's sites and a table's releases usually are, without
+    comparing their fields."""
+    return one is other or one == other
 
 
 def nearest_site(sites: Sequence[Site], line: int | None) -> Site:

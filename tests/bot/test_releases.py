@@ -3,6 +3,7 @@ release has a record's site, at which line."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import Any
 
@@ -466,6 +467,21 @@ def test_a_checkout_short_sha_names_that_commit(table: ReleaseTable) -> None:
     assert table.candidates(BURN, "burn-core", [CheckoutHint("burn", "0000000")]) == []
 
 
+def test_candidates_asked_again_follow_release_rows_added_since(table: ReleaseTable) -> None:
+    # Each match of a lookup asks with the same hints: the answer is kept, but never past a change of the
+    # repository's releases.
+    hint = path_hint("burn-core", "0.18.0")
+    assert table.candidates(BURN, "burn-core", [hint]) == []
+    answer = table.candidates(BURN, "burn-core", [path_hint("burn-core", "0.16.1")])
+    answer.clear()  # a caller's list is its own
+    assert refs(table.candidates(BURN, "burn-core", [path_hint("burn-core", "0.16.1")])) == [
+        "v0.16.1",
+        AFTER_0161,
+    ]
+    table.add_release_rows([release_row(BURN, "v0.18.0", "2025-07-01T00:00:00Z", burn_crates("0.18.0"))])
+    assert refs(table.candidates(BURN, "burn-core", [hint])) == ["v0.18.0"]
+
+
 def test_a_hint_naming_another_repositorys_crate_gives_no_candidates(table: ReleaseTable) -> None:
     wgpu_hint = path_hint("wgpu-core", "22.1.0")
     assert table.candidates(BURN, "burn-core", [wgpu_hint]) == []
@@ -514,6 +530,32 @@ def test_sites_are_ordered_by_release_and_carry_their_facts(table: ReleaseTable)
     assert sites[-1].version == "0.17.0-pre.1"
     newest = table.newest_site("moved")
     assert newest is not None and newest.release.ref == "v0.17.0-pre.1"
+
+
+def test_the_newest_site_is_the_first_of_the_newest_release_in_file_order(table: ReleaseTable) -> None:
+    # A message raised at three lines of the file in the newest release: the first of them, whatever the
+    # number of older sites before it.
+    newest_group = {
+        "refs": ["v0.17.0-pre.1"],
+        "crate": "burn-core",
+        "sites": [{"line": line, "kind": "panic"} for line in (300, 150, 400)],
+    }
+    older = [group([ref], "burn-core", 90 + order) for order, ref in enumerate(["v0.15.0", "v0.16.0"])]
+    table.add_site_rows(
+        [{"id": "thrice", "repo": BURN, "filePath": MODULE_BASE, "releases": [newest_group, *older]}]
+    )
+    newest = table.newest_site("thrice")
+    assert newest is not None and (newest.release.ref, newest.line) == ("v0.17.0-pre.1", 300)
+
+
+def test_site_in_takes_a_release_equal_to_the_sites_own_not_only_the_same_object(table: ReleaseTable) -> None:
+    given = [dataclasses.replace(release) for release in table.releases[BURN] if release.ref == "v0.16.0"]
+    assert given[0] is not table.sites_of("moved")[1].release
+    found = table.site_in("moved", given)
+    assert found is not None and (found.release.ref, found.line) == ("v0.16.0", 100)
+    # equal refs are not enough: a release with other fields is another release
+    other = [dataclasses.replace(given[0], sha="f" * 40)]
+    assert table.site_in("moved", other) is None
 
 
 def test_rows_without_an_id_or_release_groups_or_known_refs_add_no_site(table: ReleaseTable) -> None:
