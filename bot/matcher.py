@@ -64,6 +64,14 @@ TEXT_POINTS = 55.0  # the score of a perfectly similar text
 TEXT_POINTS_WITH_PATTERN = 10.0
 LINE_WINDOW = 60
 COMMON_TOKEN_POSTINGS = 1_000
+# Whether a candidate holds a word of more records than this is read from a bitmap of the word's records
+# (one bit a record, made on first use), not by a binary search in its posting; the bitmaps kept weigh at
+# most BITMAPS_KEPT_BYTES (32 MB: 256 words at a million records), then they are made again.
+BITMAP_MIN_POSTING = 4_096
+BITMAPS_KEPT_BYTES = 32 << 20
+# Autocomplete's guesses (a `budget`): of a word's records, this many budgets are read for those that also
+# hold the query's next rarest word typed right.
+GUESS_READ_BUDGETS = 4
 FUZZY_CANDIDATES = 40
 FUZZY_QUERY_CHARS = 1_000  # similar text is judged on the start of a long paste (messages are shorter)
 FUZZY_RIVALS = 3  # text comparisons go on until the shown matches and this many more are sure
@@ -251,6 +259,7 @@ class Matcher:
         self._paths_by_ending: dict[tuple[str, ...], list[tuple[str, ...]]] = {}  # by their last two parts
         self._near_pools: dict[int, list[str]] = {}  # by length: the words 2 letters shorter to longer
         self._near_cache: dict[str, list[tuple[str, float]]] = {}
+        self._bitmaps: dict[str, npt.NDArray[np.uint8]] = {}  # by word: its records as bits (`_holding`)
         with gc_paused():
             self._build()
 
@@ -385,7 +394,9 @@ class Matcher:
 
     # What `export_state` leaves out: the records (stored apart), the compiled RE2 Sets (rebuilt from their
     # patterns), the typo cache, and the word signatures (made with this process's string hash).
-    _NOT_EXPORTED = frozenset({"records", "_regex_sets", "_near_cache", "_signatures", "_anchor_source"})
+    _NOT_EXPORTED = frozenset(
+        {"records", "_regex_sets", "_near_cache", "_bitmaps", "_signatures", "_anchor_source"}
+    )
 
     def export_state(self) -> dict[str, object]:
         """The index as plain containers, for `restore` in another process: every attribute but the
@@ -422,6 +433,7 @@ class Matcher:
         vars(matcher).update(fields)
         matcher.records = records  # type: ignore[assignment]  # a read-only sequence serves as the list
         matcher._near_cache = {}
+        matcher._bitmaps = {}
         matcher._regex_sets = RegexSets(regexes)
         vocabulary = list(matcher._postings)
         bits = [0] * len(vocabulary)  # a word's two bits, made on first use (never 0 once made)
@@ -764,7 +776,8 @@ class Matcher:
         pick the candidates."""
         weighted: dict[str, float] = {}
         bearing: set[str] = set()  # the readings that bring candidates
-        for position, query_word in enumerate(sorted(words, key=self._likeliest_posting_length)):
+        rarest_first = sorted(words, key=self._likeliest_posting_length)
+        for position, query_word in enumerate(rarest_first):
             if not query_word.readings:
                 continue
             brings = position == 0 or self._likeliest_posting_length(query_word) <= COMMON_TOKEN_POSTINGS
@@ -775,9 +788,23 @@ class Matcher:
         rare = [reading for reading in weighted if reading in bearing]
         if not rare:
             return np.zeros(0, dtype=_RECORD_ID), np.zeros(0, dtype=np.float64)
-        # With a `budget` (autocomplete's guesses), a posting that brings candidates is cut to its first
-        # records: time bounded by the budget, not by the catalog.
-        postings = [np.frombuffer(self._postings[reading], dtype=_RECORD_ID)[:budget] for reading in rare]
+        postings = [np.frombuffer(self._postings[reading], dtype=_RECORD_ID) for reading in rare]
+        if budget is not None and sum(len(posting) for posting in postings) > budget:
+            # Autocomplete's guesses: a posting that brings candidates is cut to `budget` records, time
+            # bounded by the budget, not by the catalog. Not its first records: at a million records a
+            # typed word is in thousands, and the one typed about is seldom among the first. Those that
+            # also hold the next rarest word typed right (a word no candidate brings) come first.
+            spelt = next(
+                (
+                    query_word.word
+                    for query_word in rarest_first
+                    if query_word.readings == ((query_word.word, 1.0),) and query_word.word not in bearing
+                ),
+                None,
+            )
+            if spelt is not None:
+                postings = [self._first_holding(posting, spelt, budget) for posting in postings]
+            postings = [posting[:budget] for posting in postings]
         if len(postings) == 1:  # one posting is sorted and unique already
             ids = postings[0]
             sums = np.full(len(ids), weighted[rare[0]], dtype=np.float64)
@@ -787,12 +814,53 @@ class Matcher:
             per_posting = np.repeat([weighted[reading] for reading in rare], [len(p) for p in postings])
             sums = np.bincount(positions, weights=per_posting).astype(np.float64, copy=False)
         for reading, weight in weighted.items():
-            if reading in bearing:
-                continue
-            posting = np.frombuffer(self._postings[reading], dtype=_RECORD_ID)
-            at = np.minimum(np.searchsorted(posting, ids), len(posting) - 1)
-            sums = sums + weight * (posting[at] == ids)
+            if reading not in bearing:
+                sums = sums + weight * self._holding(ids, reading)
         return ids, sums
+
+    def _first_holding(
+        self, posting: npt.NDArray[np.uint32], reading: str, budget: int
+    ) -> npt.NDArray[np.uint32]:
+        """At most `budget` of `posting`'s records: of its first GUESS_READ_BUDGETS budgets, those that hold
+        `reading`, then its first records to fill the budget."""
+        if len(posting) <= budget:
+            return posting
+        read = posting[: GUESS_READ_BUDGETS * budget]
+        held = read[self._holding(read, reading)]
+        if len(held) >= budget:
+            return held[:budget]
+        return np.union1d(held, posting[: budget - len(held)])
+
+    def _holding(self, ids: npt.NDArray[np.uint32], reading: str) -> npt.NDArray[np.bool_]:
+        """Which of `ids` (sorted record positions) hold `reading`: its few records looked up among them,
+        or each of them looked up in its posting, or in its bitmap when it is in thousands of records."""
+        posting = np.frombuffer(self._postings[reading], dtype=_RECORD_ID)
+        if not len(posting) or not len(ids):
+            return np.zeros(len(ids), dtype=bool)
+        if len(posting) * 4 < len(ids):
+            held = np.zeros(len(ids), dtype=bool)
+            at = np.searchsorted(ids, posting)
+            inside = at < len(ids)
+            at, posting = at[inside], posting[inside]
+            held[at[ids[at] == posting]] = True
+            return held
+        if len(posting) > BITMAP_MIN_POSTING:
+            bits = self._bitmap(reading, posting)
+            return np.asarray((bits[ids >> 3] >> (ids & 7).astype(np.uint8)) & 1, dtype=bool)
+        at = np.minimum(np.searchsorted(posting, ids), len(posting) - 1)
+        return np.asarray(posting[at] == ids)
+
+    def _bitmap(self, reading: str, posting: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint8]:
+        """A word's records as one bit each (made on first use: a millisecond at a million records)."""
+        bits = self._bitmaps.get(reading)
+        if bits is None:
+            held = np.zeros(len(self.records), dtype=bool)
+            held[posting] = True
+            bits = np.packbits(held, bitorder="little")
+            if (len(self._bitmaps) + 1) * len(bits) > BITMAPS_KEPT_BYTES:
+                self._bitmaps = {}  # a new dict, not cleared: a lookup in another thread may be reading it
+            self._bitmaps[reading] = bits
+        return bits
 
     def _likeliest_posting_length(self, query_word: _QueryWord) -> int:
         """How many records hold the query word's likeliest reading (none: no record)."""
