@@ -64,11 +64,14 @@ TEXT_POINTS = 55.0  # the score of a perfectly similar text
 TEXT_POINTS_WITH_PATTERN = 10.0
 LINE_WINDOW = 60
 COMMON_TOKEN_POSTINGS = 1_000
-# Whether a candidate holds a word of more records than this is read from a bitmap of the word's records
-# (one bit a record, made on first use), not by a binary search in its posting; the bitmaps kept weigh at
-# most BITMAPS_KEPT_BYTES (32 MB: 256 words at a million records), then they are made again.
+# Whether a candidate holds a word of more records than BITMAP_MIN_POSTING and than 1/BITMAP_SHARE of the
+# catalog is read from a bitmap of the word's records (one bit a record, made when the word is asked for
+# again), not by a binary search in its posting. Such a bitmap is at most twice its posting's size, and few
+# words qualify (91 at a million records: 11 MB); at most BITMAPS_KEPT are kept, then they are made again.
 BITMAP_MIN_POSTING = 4_096
-BITMAPS_KEPT_BYTES = 32 << 20
+BITMAP_SHARE = 64
+BITMAPS_KEPT = 256
+ASKED_ONCE_KEPT = 65_536  # words remembered as asked for once (a bitmap is made on the second ask)
 # Autocomplete's guesses (a `budget`): of a word's records, this many budgets are read for those that also
 # hold the query's next rarest word typed right.
 GUESS_READ_BUDGETS = 4
@@ -260,6 +263,7 @@ class Matcher:
         self._near_pools: dict[int, list[str]] = {}  # by length: the words 2 letters shorter to longer
         self._near_cache: dict[str, list[tuple[str, float]]] = {}
         self._bitmaps: dict[str, npt.NDArray[np.uint8]] = {}  # by word: its records as bits (`_holding`)
+        self._asked_once: set[str] = set()  # words in thousands of records asked for once, without a bitmap
         with gc_paused():
             self._build()
 
@@ -395,7 +399,7 @@ class Matcher:
     # What `export_state` leaves out: the records (stored apart), the compiled RE2 Sets (rebuilt from their
     # patterns), the typo cache, and the word signatures (made with this process's string hash).
     _NOT_EXPORTED = frozenset(
-        {"records", "_regex_sets", "_near_cache", "_bitmaps", "_signatures", "_anchor_source"}
+        {"records", "_regex_sets", "_near_cache", "_bitmaps", "_asked_once", "_signatures", "_anchor_source"}
     )
 
     def export_state(self) -> dict[str, object]:
@@ -434,6 +438,7 @@ class Matcher:
         matcher.records = records  # type: ignore[assignment]  # a read-only sequence serves as the list
         matcher._near_cache = {}
         matcher._bitmaps = {}
+        matcher._asked_once = set()
         matcher._regex_sets = RegexSets(regexes)
         vocabulary = list(matcher._postings)
         bits = [0] * len(vocabulary)  # a word's two bits, made on first use (never 0 once made)
@@ -846,22 +851,30 @@ class Matcher:
             at, posting = at[inside], posting[inside]
             held[at[ids[at] == posting]] = True
             return held
-        if len(posting) > BITMAP_MIN_POSTING:
-            bits = self._bitmap(reading, posting)
+        common = len(posting) > max(BITMAP_MIN_POSTING, len(self.records) // BITMAP_SHARE)
+        bits = self._bitmap(reading, posting) if common else None
+        if bits is not None:
             return np.asarray((bits[ids >> 3] >> (ids & 7).astype(np.uint8)) & 1, dtype=bool)
         at = np.minimum(np.searchsorted(posting, ids), len(posting) - 1)
         return np.asarray(posting[at] == ids)
 
-    def _bitmap(self, reading: str, posting: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint8]:
-        """A word's records as one bit each (made on first use: a millisecond at a million records)."""
+    def _bitmap(self, reading: str, posting: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint8] | None:
+        """A word's records as one bit each, made the second time the word is asked for (a millisecond at a
+        million records: a word asked once, a typo's unlikely reading, is not worth it); None before."""
         bits = self._bitmaps.get(reading)
-        if bits is None:
-            held = np.zeros(len(self.records), dtype=bool)
-            held[posting] = True
-            bits = np.packbits(held, bitorder="little")
-            if (len(self._bitmaps) + 1) * len(bits) > BITMAPS_KEPT_BYTES:
-                self._bitmaps = {}  # a new dict, not cleared: a lookup in another thread may be reading it
-            self._bitmaps[reading] = bits
+        if bits is not None:
+            return bits
+        if reading not in self._asked_once:
+            if len(self._asked_once) >= ASKED_ONCE_KEPT:
+                self._asked_once = set()  # a new set, not cleared: another thread may be reading it
+            self._asked_once.add(reading)
+            return None
+        held = np.zeros(len(self.records), dtype=bool)
+        held[posting] = True
+        bits = np.packbits(held, bitorder="little")
+        if len(self._bitmaps) >= BITMAPS_KEPT:
+            self._bitmaps = {}  # a new dict, not cleared: a lookup in another thread may be reading it
+        self._bitmaps[reading] = bits
         return bits
 
     def _likeliest_posting_length(self, query_word: _QueryWord) -> int:

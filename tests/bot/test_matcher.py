@@ -548,6 +548,10 @@ def test_which_records_hold_a_word_is_read_alike_from_postings_and_bitmaps() -> 
     medium = [record(f"m{n}", f"tensor device {tag(n)}", f"m/{n}.rs", n) for n in range(300)]
     rare = [record(f"r{n}", f"quantile overflow {n}", f"r/{n}.rs", n) for n in range(3)]
     matcher = Matcher([*common, *medium, *rare])
+    some = np.arange(0, 2_000, 3, dtype=np.uint32)
+    first = matcher._holding(some, "tensor")
+    assert "tensor" not in matcher._bitmaps  # a word asked for once is read from its posting
+    assert matcher._holding(some, "tensor").tolist() == first.tolist() and "tensor" in matcher._bitmaps
     rng = random.Random(11)
     everyone = len(matcher.records)
     for word, expected_posting in (
