@@ -397,7 +397,8 @@ class Matcher:
     # -- a prebuilt index (bot/prebuilt.py) -----------------------------------------------------------
 
     # What `export_state` leaves out: the records (stored apart), the compiled RE2 Sets (rebuilt from their
-    # patterns), the typo cache, and the word signatures (made with this process's string hash).
+    # patterns), the caches (typos, common words' bitmaps and the words asked for once: made again on use),
+    # and the word signatures (made with this process's string hash).
     _NOT_EXPORTED = frozenset(
         {"records", "_regex_sets", "_near_cache", "_bitmaps", "_asked_once", "_signatures", "_anchor_source"}
     )
@@ -774,9 +775,9 @@ class Matcher:
         """The candidate records of a query (sorted ids) and each one's summed weights of every reading of
         the query's words it holds. Candidates are the records holding a reading of a rarer word: one whose
         likeliest reading is in at most COMMON_TOKEN_POSTINGS records, else the rarest word. A common word
-        brings no candidates but adds its weight to the candidates that hold it (a binary search per
-        candidate): at 100k records "max: unsupported mask" is three common words, and the one record
-        holding all three must outscore the thousands holding one. A typo's readings go together: "shhape"
+        brings no candidates but adds its weight to the candidates that hold it (`_holding`): at 100k
+        records "max: unsupported mask" is three common words, and the one record holding all three must
+        outscore the thousands holding one. A typo's readings go together: "shhape"
         brings the records of "shape" as well as those of "share", or a weaker, rarer reading alone would
         pick the candidates."""
         weighted: dict[str, float] = {}
@@ -826,17 +827,17 @@ class Matcher:
     def _first_holding(
         self, posting: npt.NDArray[np.uint32], reading: str, budget: int
     ) -> npt.NDArray[np.uint32]:
-        """At most `budget` of `posting`'s records: of its first GUESS_READ_BUDGETS budgets, those that hold
-        `reading`, then its first records to fill the budget."""
+        """`budget` of `posting`'s records (all of them when it has fewer): of its first GUESS_READ_BUDGETS
+        budgets, those that hold `reading`, then the first of the others to fill the budget."""
         if len(posting) <= budget:
             return posting
         read = posting[: GUESS_READ_BUDGETS * budget]
-        held = read[self._holding(read, reading)]
-        if len(held) >= budget:
-            return held[:budget]
-        # Both sorted: merged by a sort, then the records in both once (np.union1d hashes: 30x slower).
-        merged = np.sort(np.concatenate((held, posting[: budget - len(held)])))
-        return merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
+        chosen = self._holding(read, reading).copy()
+        short = budget - int(chosen.sum())
+        if short <= 0:
+            return read[chosen][:budget]
+        chosen[np.flatnonzero(~chosen)[:short]] = True
+        return read[chosen]
 
     def _holding(self, ids: npt.NDArray[np.uint32], reading: str) -> npt.NDArray[np.bool_]:
         """Which of `ids` (sorted record positions) hold `reading`: its few records looked up among them,
@@ -860,7 +861,8 @@ class Matcher:
 
     def _bitmap(self, reading: str, posting: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint8] | None:
         """A word's records as one bit each, made the second time the word is asked for (a millisecond at a
-        million records: a word asked once, a typo's unlikely reading, is not worth it); None before."""
+        million records: a word asked once, a typo's unlikely reading, is not worth it; a guess asks twice
+        for the word its candidates are chosen by); None before."""
         bits = self._bitmaps.get(reading)
         if bits is not None:
             return bits

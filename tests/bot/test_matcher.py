@@ -537,6 +537,34 @@ def test_guesses_read_past_the_first_records_of_their_words() -> None:
     assert result.best is not None and result.best.record.id == "target"
 
 
+def test_a_guess_budget_is_filled_with_the_holders_first_then_the_first_others() -> None:
+    """Of the first 4 budgets of a word's records, those holding the filtering word, then the first others:
+    exactly the budget, each record once (a holder among the first records was counted twice)."""
+    from bot.matcher import COMMON_TOKEN_POSTINGS
+
+    alphas = [
+        record(f"a{n}", f"alpha step {tag(n)}" + (" beta" if n % 7 == 0 else ""), f"a/{n}.rs", n)
+        for n in range(200)
+    ]
+    betas = [
+        record(f"b{n}", f"beta only {tag(n)}", f"b/{n}.rs", n) for n in range(COMMON_TOKEN_POSTINGS + 50)
+    ]
+    matcher = Matcher([*alphas, *betas])
+    posting = np.frombuffer(matcher._postings["alpha"], dtype=np.uint32)
+    assert posting.tolist() == list(range(200))
+    chosen = matcher._first_holding(posting, "beta", 10).tolist()
+    assert chosen == [0, 1, 2, 3, 4, 7, 14, 21, 28, 35]  # the six holders in the first 40, then 1-4
+    assert matcher._first_holding(posting, "beta", 5).tolist() == [
+        0,
+        1,
+        2,
+        7,
+        14,
+    ]  # 3 holders in the first 20
+    assert matcher._first_holding(posting, "beta", 2).tolist() == [0, 7]  # holders enough: no other
+    assert matcher._first_holding(posting[:8], "beta", 10).tolist() == list(range(8))  # fewer: all of them
+
+
 def test_which_records_hold_a_word_is_read_alike_from_postings_and_bitmaps() -> None:
     """`Matcher._holding` answers from a word's few records, from a binary search in its posting, or from a
     bitmap of a word in thousands of records: the same answer as the posting itself, every way."""

@@ -105,6 +105,22 @@ def test_records_ids_versions_and_cards_by_id_are_the_same(
     assert prebuilt.dataset_versions() == source.dataset_versions() != []
 
 
+def test_a_prebuilt_matcher_makes_its_common_words_bitmaps_and_answers_the_same(
+    source: PanicLookup, prebuilt: PanicLookup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bitmaps of common words are not in the file: a restored matcher makes them on use. With every word
+    of 50 records or more common here (the embedded catalog has one word over the real bounds), typed
+    queries asked twice go through them."""
+    from bot import matcher as matcher_module
+
+    monkeypatch.setattr(matcher_module, "COMMON_TOKEN_POSTINGS", 50)
+    monkeypatch.setattr(matcher_module, "BITMAP_MIN_POSTING", 50)
+    monkeypatch.setattr(matcher_module, "BITMAP_SHARE", 1_000_000)
+    typed = ["input tensor must be", "tensor shape not supported", "the dtype should be", *TYPED]
+    assert_same_answers(source, prebuilt, typed + typed)
+    assert prebuilt.matcher._bitmaps
+
+
 def test_a_lookup_validates_only_the_records_it_touches(prebuilt_file: Path) -> None:
     lookup = read_prebuilt(prebuilt_file)
     records = lookup.matcher.records

@@ -482,6 +482,26 @@ def test_candidates_asked_again_follow_release_rows_added_since(table: ReleaseTa
     assert refs(table.candidates(BURN, "burn-core", [hint])) == ["v0.18.0"]
 
 
+def test_candidates_asked_for_another_crate_of_the_repository_are_its_own(table: ReleaseTable) -> None:
+    # A hint naming the repository (`toolkit = "1.0.0"`) reads as the version of the record's crate: the
+    # answer kept for one crate is not the other's.
+    toolkit = "acme/toolkit"
+    table.add_release_rows(
+        [
+            release_row(
+                toolkit, "v1", "2025-01-01T00:00:00Z", {"toolkit-core": "1.0.0", "toolkit-io": "0.9.0"}
+            ),
+            release_row(
+                toolkit, "v2", "2025-02-01T00:00:00Z", {"toolkit-core": "1.1.0", "toolkit-io": "1.0.0"}
+            ),
+        ]
+    )
+    hint = VersionHint("toolkit", "1.0.0", True, "manifest")
+    for _ in range(2):
+        assert refs(table.candidates(toolkit, "toolkit-core", [hint])) == ["v1"]
+        assert refs(table.candidates(toolkit, "toolkit-io", [hint])) == ["v2"]
+
+
 def test_a_hint_naming_another_repositorys_crate_gives_no_candidates(table: ReleaseTable) -> None:
     wgpu_hint = path_hint("wgpu-core", "22.1.0")
     assert table.candidates(BURN, "burn-core", [wgpu_hint]) == []
