@@ -1,20 +1,24 @@
 """Per-lookup CPU time of one code tree on a 100k catalog: an A/B tool for a busy machine.
 
-    uv run python bench/lookup_cpu.py TREE SHAPE QUERIES [RECORDS]   # e.g. /tmp/old releases 1000
+    uv run python bench/lookup_cpu.py TREE SHAPE QUERIES [RECORDS] [--twice]   # e.g. /tmp/old releases 1000
 
 TREE is a checkout (`git archive <commit> | tar -x -C /tmp/old`); its `bot/` and `bench/bench_lookup.py` are
 used (the catalog and queries of bench_lookup.py, seeded). Each lookup is timed with `time.thread_time_ns`:
 CPU time of this thread, so other processes on the machine do not inflate it the way they inflate wall time
 (they still share caches: compare trees run one after the other, several times). SHAPE: plain, releases
-(10 releases x 8 files a message) or escaped (patterns written by re.escape).
+(10 releases x 8 files a message) or escaped (patterns written by re.escape). `--twice`: each timed query is
+looked up once before the timing (what the matcher makes on use, such as common words' bitmaps, is made: a
+service that has run a while).
 """
 
 import gc
 import sys
 import time
 
-root, shape, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-size = int(sys.argv[4]) if len(sys.argv) > 4 else 100_000
+twice = "--twice" in sys.argv[1:]
+arguments = [argument for argument in sys.argv[1:] if argument != "--twice"]
+root, shape, n = arguments[0], arguments[1], int(arguments[2])
+size = int(arguments[3]) if len(arguments) > 3 else 100_000
 sys.path.insert(0, root)
 sys.path.insert(0, root + "/bench")
 import bench_lookup as b  # noqa: E402
@@ -37,7 +41,7 @@ warm = b.make_queries(recs, 100, 8)
 t = time.process_time()
 m = Matcher(recs)
 build = time.process_time() - t
-for q in warm:
+for q in warm + (qs if twice else []):
     m.lookup(q.text)
 gc.collect()
 per = {}
