@@ -777,9 +777,8 @@ class Matcher:
         likeliest reading is in at most COMMON_TOKEN_POSTINGS records, else the rarest word. A common word
         brings no candidates but adds its weight to the candidates that hold it (`_holding`): at 100k
         records "max: unsupported mask" is three common words, and the one record holding all three must
-        outscore the thousands holding one. A typo's readings go together: "shhape"
-        brings the records of "shape" as well as those of "share", or a weaker, rarer reading alone would
-        pick the candidates."""
+        outscore the thousands holding one. A typo's readings go together: "shhape" brings the records of
+        "shape" as well as those of "share", or a weaker, rarer reading alone would pick the candidates."""
         weighted: dict[str, float] = {}
         bearing: set[str] = set()  # the readings that bring candidates
         rarest_first = sorted(words, key=self._likeliest_posting_length)
@@ -808,9 +807,10 @@ class Matcher:
                 ),
                 None,
             )
-            if spelt is not None:
+            if spelt is None:
+                postings = [posting[:budget] for posting in postings]
+            else:
                 postings = [self._first_holding(posting, spelt, budget) for posting in postings]
-            postings = [posting[:budget] for posting in postings]
         if len(postings) == 1:  # one posting is sorted and unique already
             ids = postings[0]
             sums = np.full(len(ids), weighted[rare[0]], dtype=np.float64)
