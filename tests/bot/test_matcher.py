@@ -598,6 +598,34 @@ def test_which_records_hold_a_word_is_read_alike_from_postings_and_bitmaps() -> 
     assert set(matcher._bitmaps) == {"tensor", "rank"}  # made for the words in thousands of records only
 
 
+def test_the_bitmaps_kept_and_the_words_remembered_stay_within_their_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past BITMAPS_KEPT bitmaps, or ASKED_ONCE_KEPT words asked for once, they start again: never more, and
+    the answers stay those of the postings."""
+    from bot import matcher as matcher_module
+
+    monkeypatch.setattr(matcher_module, "BITMAP_MIN_POSTING", 10)
+    monkeypatch.setattr(matcher_module, "BITMAPS_KEPT", 2)
+    monkeypatch.setattr(matcher_module, "ASKED_ONCE_KEPT", 3)
+    words = ["alpha", "beta", "gamma", "delta", "omega"]
+    matcher = Matcher(
+        [
+            record(f"{word}{n}", f"{word} failed {tag(n)}", f"{word}/{n}.rs", n)
+            for word in words
+            for n in range(40)
+        ]
+    )
+    ids = np.arange(0, len(matcher.records), 3, dtype=np.uint32)
+    for _ in range(2):
+        for word in words:
+            posting = set(np.frombuffer(matcher._postings[word], dtype=np.uint32).tolist())
+            for _ in range(2):  # the second ask makes the bitmap
+                assert matcher._holding(ids, word).tolist() == [int(i) in posting for i in ids]
+                assert len(matcher._bitmaps) <= 2 and len(matcher._asked_once) <= 3
+            assert word in matcher._bitmaps
+
+
 def test_a_typo_brings_the_records_of_its_likeliest_reading_even_when_a_weaker_one_is_rarer() -> None:
     """ "shhape" reads as "shape" (common) and as "share" (rare): the candidates came from "share" alone."""
     from bot.matcher import COMMON_TOKEN_POSTINGS

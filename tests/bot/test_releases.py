@@ -502,6 +502,18 @@ def test_candidates_asked_for_another_crate_of_the_repository_are_its_own(table:
         assert refs(table.candidates(toolkit, "toolkit-io", [hint])) == ["v2"]
 
 
+def test_candidates_kept_start_again_past_their_bound(
+    table: ReleaseTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("bot.releases.CANDIDATES_KEPT", 2)
+    asked = [path_hint("burn-core", version) for version in ("0.15.0", "0.16.0", "0.16.1", "0.17.0-pre.1")]
+    want = [["v0.15.0"], ["v0.16.0"], ["v0.16.1", AFTER_0161], ["v0.17.0-pre.1"]]
+    for _ in range(2):
+        for hint, expected in zip(asked, want, strict=True):
+            assert refs(table.candidates(BURN, "burn-core", [hint])) == expected
+            assert len(table._candidates) <= 2
+
+
 def test_a_hint_naming_another_repositorys_crate_gives_no_candidates(table: ReleaseTable) -> None:
     wgpu_hint = path_hint("wgpu-core", "22.1.0")
     assert table.candidates(BURN, "burn-core", [wgpu_hint]) == []
