@@ -2,7 +2,7 @@
 
     uv run python bench/accuracy.py [--seeds 0,1,2] [--per-format 200]
 
-Pastes come from tests/support/pastes.py over ../shared/data (every format of the core issue). Prints a
+Pastes come from tests/support/pastes.py over tests/fixtures (every format of the core issue). Prints a
 table; writes nothing.
 """
 
@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from bot.matcher import Matcher  # noqa: E402
 from bot.records import load_catalog  # noqa: E402
-from tests.support.pastes import all_cases  # noqa: E402
+from tests.support.pastes import all_cases, shared_data_dir  # noqa: E402
 
 
 def main() -> int:
@@ -26,10 +26,7 @@ def main() -> int:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--per-format", type=int, default=200)
     args = parser.parse_args()
-    data = ROOT.parent / "shared" / "data"
-    if not (data / "burn-panics.jsonl").is_file():
-        print(f"accuracy: {data} not found (../shared beside the repository)", file=sys.stderr)
-        return 2
+    data = shared_data_dir()
     matcher = Matcher(load_catalog([data / "burn-panics.jsonl"]).records)
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # cases, top-1 right, auto, auto wrong
     for seed in (int(s) for s in args.seeds.split(",")):

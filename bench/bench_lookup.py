@@ -45,7 +45,7 @@ from bot.matcher import Matcher  # noqa: E402
 from bot.records import Record, load_catalog  # noqa: E402
 from bot.rust_messages import pattern_from_message, pattern_segments, split_format_string  # noqa: E402
 
-DATA_FILE = REPO_ROOT.parent / "shared/data/burn-panics.jsonl"
+DATA_FILE = REPO_ROOT / "tests" / "fixtures" / "burn-panics.jsonl"
 REAL_SIZE = 1199
 DEFAULT_SIZES = (REAL_SIZE, 10_000, 100_000, 1_000_000)
 RECORDS_PER_FILE = 50
@@ -871,7 +871,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not DATA_FILE.is_file():
         console.print(
             f"[red]error:[/red] the Burn catalog is missing: expected {DATA_FILE}\n"
-            "(the shared data set sits in ../shared/data beside the repository root)"
+            "(it is committed as tests/fixtures/burn-panics.jsonl)"
         )
         return 2
 

@@ -19,11 +19,11 @@ sys.path.insert(0, str(ROOT))
 from adapters.cli.batch import json_line  # noqa: E402
 from bot.lookup import PanicLookup, result_json  # noqa: E402
 from bot.records import default_catalog  # noqa: E402
-from tests.support.pastes import all_cases  # noqa: E402
+from tests.support.pastes import all_cases, shared_data_dir  # noqa: E402
 
 
 def main() -> None:
-    cases = [case.text for case in all_cases(ROOT.parent / "shared/data", seed=0, per_format=40)][:500]
+    cases = [case.text for case in all_cases(shared_data_dir(), seed=0, per_format=40)][:500]
     service = PanicLookup(default_catalog())
     for text in cases[:50]:
         service.lookup(text)

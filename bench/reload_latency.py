@@ -1,6 +1,6 @@
 """Catalog hot reload under probe: how long `/healthz` waits while `panicbot serve` reloads a big catalog.
 
-Writes a catalog of N records (the real Burn catalog of ../shared/data plus records of bench_lookup.py's
+Writes a catalog of N records (the real Burn catalog of tests/fixtures plus records of bench_lookup.py's
 synthetic generator) under /tmp, starts `uv run --no-sync python -m adapters.cli.main serve github` on
 127.0.0.1 with that catalog (GitHub is the one platform that contacts nobody until a webhook arrives: a
 dummy secret and token, its API URL pointed at a closed local port; no Slack or Discord token), waits for

@@ -5,7 +5,7 @@ A query is 3-5 consecutive literal words of a record's message, one word of four
 It is answered right when the answer (a known record) holds the fragment as it was before the typo, the
 way the header pastes of bench_lookup.py count "same message": in a catalog of near-identical messages,
 any record holding the words typed is as right as the one they were taken from. The catalog is the real
-one (`../shared/data/burn-panics.jsonl`) plus bench_lookup.py's synthetic records (`--shape plain` or
+one (`tests/fixtures/burn-panics.jsonl`) plus bench_lookup.py's synthetic records (`--shape plain` or
 `releases`: each message 80 times, the shape of a multi-release catalog).
 
     uv run python bench/typed_scale.py [--sizes 1199,10000,100000] [--queries 600] [--shape plain]

@@ -1,4 +1,4 @@
-"""Top-1 of typed queries with two typos, on the shared Burn catalog and the embedded default catalog.
+"""Top-1 of typed queries with two typos, on the Burn catalog (tests/fixtures) and the embedded default one.
 
     uv run python bench/typo_accuracy.py [--seeds 0,1,2] [--per-seed 500] [--show-misses 20]
 
@@ -66,13 +66,8 @@ def main() -> int:
         f"{'catalog':<22} {'records':>8} {'cases':>6} {'top-1':>8} {'unanswered':>10} {'wrong':>6} "
         f"{'auto':>5} {'p50 ms':>7} {'p99 ms':>7}"
     )
-    shared = ROOT.parent / "shared" / "data" / "burn-panics.jsonl"
-    if shared.is_file():
-        measure("burn-panics.jsonl", load_catalog([shared]).records, seeds, args.per_seed, args.show_misses)
-    else:
-        print(
-            f"typo_accuracy: {shared} not found (../shared beside the repository): skipped", file=sys.stderr
-        )
+    burn = ROOT / "tests" / "fixtures" / "burn-panics.jsonl"
+    measure("burn-panics.jsonl", load_catalog([burn]).records, seeds, args.per_seed, args.show_misses)
     measure("default_catalog()", default_catalog().records, seeds, args.per_seed, args.show_misses)
     return 0
 

@@ -47,21 +47,25 @@ def _by_id(catalog: Catalog) -> dict[str, dict]:
 # ---- locating the data set ---------------------------------------------------------------------------
 
 
-def test_shared_data_dir_skips_locally_when_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CI", raising=False)
-    with pytest.raises(pytest.skip.Exception, match="shared data set not found"):
-        pastes.shared_data_dir(tmp_path / "shared")
+def test_the_data_set_is_the_catalog_committed_in_tests_fixtures(data_dir: Path, catalog: Catalog) -> None:
+    """The tests read nothing beside the repository: a fresh clone holds the 1,199-record catalog and its
+    sites table, paired by name so that load_catalog finds the side table beside the records."""
+    assert data_dir == Path(__file__).resolve().parent / "fixtures"
+    assert (data_dir / pastes.RECORDS_FILE).is_file() and (data_dir / pastes.SITES_FILE).is_file()
+    assert pastes.SITES_FILE.removesuffix(".sites.jsonl") == pastes.RECORDS_FILE.removesuffix(".jsonl")
+    records, sites = catalog
+    assert len(records) == 1199 and len({r["id"] for r in records}) == 1199
+    assert len(sites) == 1471 and {s["id"] for s in sites} == {r["id"] for r in records}
 
 
-def test_shared_data_dir_fails_on_ci_when_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="shared data set not found"):
-        pastes.shared_data_dir(tmp_path / "shared")
+def test_the_catalog_fixture_loads_with_its_side_table() -> None:
+    """load_catalog reads the records, and the sites file beside them as their side table, cleanly."""
+    from bot.records import is_side_table, load_catalog
 
-
-def test_shared_data_dir_is_beside_the_repo_root() -> None:
-    expected = Path(__file__).resolve().parents[1].parent / "shared"
-    assert pastes._default_shared_dir() == expected
+    assert is_side_table(pastes.shared_data_dir() / pastes.SITES_FILE)
+    catalog = load_catalog([pastes.shared_data_dir() / pastes.RECORDS_FILE])
+    assert not catalog.errors
+    assert len(catalog.records) == 1199
 
 
 # ---- the generated set -------------------------------------------------------------------------------

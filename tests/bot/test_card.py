@@ -20,7 +20,7 @@ AVG_POOL_PASTE = (
 )
 SEED_VERSION = "2026-09-12T17:17:11.597Z"
 
-# The first line of shared/data/burn-panics.jsonl: a catalogued site without analysis.
+# The first line of tests/fixtures/burn-panics.jsonl: a catalogued site without analysis.
 BASELINE_LINE = {
     "record": {
         "id": "fb80024af605b1bf",

@@ -1,5 +1,5 @@
 """Harvesting panic sites from Rust source: every macro kind, the lexing traps, test code, and the records
-the data set makes of them (checked against real records of `../shared/data/burn-panics.jsonl`)."""
+the data set makes of them (checked against real records of `tests/fixtures/burn-panics.jsonl`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seeded generator of realistic chat pastes built from the Burn panic catalog.
+"""Seeded generator of realistic chat pastes built from the Burn panic catalog (tests/fixtures).
 
 Used by the accuracy tests and the held-out evaluation: every case says which record it came from, which
 record ids count as a correct top-1 answer, and whether the bot should stay silent (negatives).
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import string
@@ -82,24 +81,14 @@ class Case:
 # ---- Locating and loading the data --------------------------------------------------------------------
 
 
-def _default_shared_dir() -> Path:
-    # tests/support/pastes.py -> parents[2] is the repo root; shared/ sits beside it (the same directory a
-    # test file finds as Path(__file__).resolve().parents[1].parent / "shared").
-    return Path(__file__).resolve().parents[2].parent / "shared"
+# The 1,199-record Burn catalog and its sites table, committed beside the tests: nothing is read from outside
+# the repository, so a fresh clone runs every test.
+FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-def shared_data_dir(shared: Path | None = None) -> Path:
-    """Return ``shared/data`` for tests; skip when it is missing, but fail on CI where it must exist."""
-    import pytest
-
-    data = (shared or _default_shared_dir()) / "data"
-    if (data / RECORDS_FILE).is_file() and (data / SITES_FILE).is_file():
-        return data
-    reason = f"shared data set not found at {data} (expected ../shared beside the repository root)"
-    # A missing data set on CI means a broken checkout, not an optional extra: never let it pass silently.
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    raise pytest.skip.Exception(reason)
+def shared_data_dir() -> Path:
+    """The directory holding ``burn-panics.jsonl`` and ``burn-panics.sites.jsonl``: ``tests/fixtures``."""
+    return FIXTURES_DIR
 
 
 def load_records(data_dir: Path) -> tuple[list[dict], list[dict]]:
@@ -1097,7 +1086,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="JSONL file to write")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--per-format", type=int, default=60)
-    parser.add_argument("--data-dir", type=Path, default=_default_shared_dir() / "data")
+    parser.add_argument("--data-dir", type=Path, default=FIXTURES_DIR)
     args = parser.parse_args(argv)
     cases = all_cases(args.data_dir, args.seed, args.per_format)
     with args.out.open("w", encoding="utf-8") as f:

@@ -8,7 +8,6 @@ import json
 import multiprocessing
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,9 +16,7 @@ from adapters.cli.batch import BatchWorkerError, lookup_jsonl
 from bot.lookup import PanicLookup
 from bot.records import default_catalog
 from tests.adapters.cli.test_main import run
-from tests.support.pastes import all_cases
-
-SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
+from tests.support.pastes import all_cases, shared_data_dir
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +30,7 @@ def open_default() -> PanicLookup:
 
 
 def batch_lines() -> list[str]:
-    texts = [case.text for case in all_cases(SHARED_DATA, seed=3, per_format=20)][:260]
+    texts = [case.text for case in all_cases(shared_data_dir(), seed=3, per_format=20)][:260]
     lines = [json.dumps({"id": number, "text": text}) for number, text in enumerate(texts)]
     lines[7] = "this is not json"
     lines[80] = ""  # blank: no result line
