@@ -52,6 +52,7 @@ class ReleaseHarvest:
     sites: Sequence[HarvestedSite]
     crates: Mapping[str, tuple[str, str]]  # file path -> (crate name, crate version)
     functions: Mapping[str, Sequence[FunctionSpan]] = field(default_factory=dict)  # file path -> spans
+    apis: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # file path -> `read_file_api`
 
 
 @dataclass
@@ -172,6 +173,26 @@ def _function_rows(harvests: Sequence[ReleaseHarvest]) -> list[dict[str, Any]]:
             fingerprint = json.dumps(spans)
             groups = per_file.setdefault((harvest.source.repo, normalise_path(path)), {})
             group = groups.setdefault(fingerprint, {"refs": [], "spans": spans})
+            group["refs"].append(harvest.source.ref)
+    return [
+        {"repo": repo, "filePath": path, "versions": list(per_file[(repo, path)].values())}
+        for repo, path in sorted(per_file)
+    ]
+
+
+def api_rows(harvests: Sequence[ReleaseHarvest]) -> list[dict[str, Any]]:
+    """One row per (repo, file) of a crate's `src/`: its public API (`bot/api_surface.py`) and crate name,
+    grouped by the releases that share them."""
+    per_file: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for harvest in harvests:
+        for path in sorted(harvest.apis):
+            crate = harvest.crates.get(path)
+            if crate is None:
+                continue
+            api = harvest.apis[path]
+            fingerprint = json.dumps([crate[0], api], sort_keys=True)
+            groups = per_file.setdefault((harvest.source.repo, normalise_path(path)), {})
+            group = groups.setdefault(fingerprint, {"refs": [], "crate": crate[0], "api": api})
             group["refs"].append(harvest.source.ref)
     return [
         {"repo": repo, "filePath": path, "versions": list(per_file[(repo, path)].values())}

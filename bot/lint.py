@@ -7,6 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from bot.api_table import ApiTable
+from bot.example_check import ExampleChecker, own_code_names
 from bot.patterns import is_valid_pattern, match_record, record_key
 from bot.records import Catalog, CatalogEntry, Record
 from bot.rust_messages import specificity, split_format_string
@@ -17,13 +19,15 @@ MIN_SPECIFICITY = 4
 # something else (the seed whose message is deform conv but whose analysis is q_to_device on the router).
 MIN_ANALYSIS_OVERLAP = 0.34
 MIN_NAMES_TO_JUDGE = 3
+# Shorter advice ("Upgrade burn.") may be shared by right: only longer sentences are compared.
+MIN_SHARED_TEXT = 40
 
 # snake_case with an underscore, CamelCase with two humps, and crate names: what code in prose looks like.
 _CODE_NAME = re.compile(
     r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|burn-[a-z0-9-]+|burn_[a-z0-9_]+)\b"
 )
 _GITHUB_BLOB = re.compile(
-    r"^https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/(?P<sha>[0-9a-f]{7,40})/(?P<path>[^#]+)"
+    r"^https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/(?P<ref>[A-Za-z0-9][A-Za-z0-9._+-]*)/(?P<path>[^#]+)"
     r"(?:#L(?P<start>\d+)(?:-L(?P<end>\d+))?)?$"
 )
 
@@ -158,7 +162,10 @@ def _link_findings(entry: CatalogEntry) -> Iterable[Finding]:
                     "url-path",
                     f"githubUrl points at {link.group('path')}, not {record.filePath}",
                 )
-            if record.analyzedSha and not record.analyzedSha.startswith(link.group("sha")):
+            ref = link.group("ref")
+            # A tag or branch link (`blob/v0.19.4/...`) names no commit to compare.
+            is_commit = re.fullmatch(r"[0-9a-f]{7,40}", ref) is not None
+            if is_commit and record.analyzedSha and not record.analyzedSha.startswith(ref):
                 yield _finding(entry, WARNING, "url-sha", "githubUrl is at another commit than analyzedSha")
             start = int(link.group("start")) if link.group("start") else None
             end = int(link.group("end")) if link.group("end") else start
@@ -179,12 +186,68 @@ def _version_findings(entry: CatalogEntry) -> Iterable[Finding]:
         )
 
 
-def lint_catalog(catalog: Catalog) -> list[Finding]:
-    """Every finding for every record, in catalog order, then the cross-record ones."""
+def _code_findings(entry: CatalogEntry, checker: ExampleChecker) -> Iterable[Finding]:
+    """The example fix and the claims of absence, against the releases that raise the record."""
+    record = entry.record
+    if not record.has_analysis:
+        return
+    worlds = checker.worlds(record.repo or "", record.id, record.filePath)
+    own = checker.knows_repo(record.repo or "")
+    if (record.exampleFix or "").strip():
+        for problem in checker.check_example(record.exampleFix or "", worlds, own=own):
+            yield _finding(entry, ERROR, problem.check, problem.reason)
+    texts = [
+        record.documentation or "",
+        record.triggerScenarios or "",
+        record.commonSituations or "",
+        *record.solutions,
+        *record.preventionTips,
+    ]
+    own_names = own_code_names(record.errorMessage) or own_code_names(record.errorClass)
+    for problem in checker.check_claims(texts, worlds, own_names):
+        yield _finding(entry, ERROR, problem.check, problem.reason)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".")
+
+
+def _shared_text_findings(entries: Iterable[CatalogEntry]) -> Iterable[Finding]:
+    """A solution or prevention tip written word for word into records of different errors: advice that
+    fits several errors this exactly rarely fixes any of them."""
+    holders: dict[tuple[str, str], dict[str, CatalogEntry]] = defaultdict(dict)
+    for entry in entries:
+        record = entry.record
+        for field, texts in (("solution", record.solutions), ("prevention tip", record.preventionTips)):
+            for text in texts:
+                if len(_plain(text)) >= MIN_SHARED_TEXT:
+                    holders[(field, _plain(text))].setdefault(record.errorMessage, entry)
+    for (field, text), by_message in holders.items():
+        if len(by_message) < 2:
+            continue
+        for message, entry in by_message.items():
+            others = sorted(m for m in by_message if m != message)
+            yield _finding(
+                entry,
+                WARNING,
+                "shared-text",
+                f'the {field} "{text[:80]}" is also, word for word, in the records of '
+                + ", ".join(f'"{" ".join(m.split())[:50]}"' for m in others[:3])
+                + (f" and {len(others) - 3} more" if len(others) > 3 else ""),
+            )
+
+
+def lint_catalog(catalog: Catalog, api: ApiTable | None = None) -> list[Finding]:
+    """Every finding for every record, in catalog order, then the cross-record ones. With `api` (the
+    releases' public API), each analysis' example fix and claims of absence are checked against it."""
     findings: list[Finding] = []
+    checker = ExampleChecker(api, catalog.releases) if api else None
     for entry in catalog.entries:
         for check in (_pattern_findings, _analysis_findings, _link_findings, _version_findings):
             findings.extend(check(entry))
+        if checker is not None:
+            findings.extend(_code_findings(entry, checker))
+    findings.extend(_shared_text_findings(e for e in catalog.entries if e.record.has_analysis))
     for problem in catalog.duplicates:
         findings.append(Finding("", problem.source, problem.line, WARNING, "duplicate-id", problem.reason))
     sites: dict[tuple[str, str], list[CatalogEntry]] = defaultdict(list)

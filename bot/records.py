@@ -27,6 +27,8 @@ COMPRESSED_SUFFIX = ".gz"
 # versions), `X.sites.jsonl` (the releases, lines and functions of each record's site) and
 # `X.functions.jsonl` (every function's lines per file per release); gzipped or not.
 SIDE_TABLES = (".releases", ".sites", ".functions")
+# `X.api.jsonl`: each release's public API (bot/api_table.py), read by `catalog lint` only, never as records.
+LINT_TABLES = (".api",)
 DEFAULT_CATALOG_NAME = "embedded default data set"
 # The word that names the embedded catalog among catalog paths: `PANICBOT_CATALOG=default:/mine.jsonl`.
 DEFAULT_CATALOG_WORD = "default"
@@ -286,7 +288,7 @@ def _base_name(name: str) -> str:
 def is_side_table(path: Path) -> bool:
     """`X.sites.jsonl`, `X.releases.jsonl` (gzipped or not): read with their catalog, never as records."""
     stem = Path(_base_name(path.name)).stem
-    return any(stem.endswith(suffix) for suffix in SIDE_TABLES)
+    return any(stem.endswith(suffix) for suffix in (*SIDE_TABLES, *LINT_TABLES))
 
 
 def is_catalog_file(path: Path) -> bool:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from adapters.cli.progress import stderr_progress
+from bot.api_table import load_api_table
 from bot.lint import ERROR, Finding, lint_catalog
 from bot.patterns import is_valid_pattern
 from bot.records import DEFAULT_CATALOG_WORD, Catalog, CatalogProblem, load_catalog
@@ -130,11 +131,13 @@ def run_lint(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
     """Every finding with its severity; exit 1 when any is an error (so CI can gate a data set)."""
     with stderr_progress() as progress:
         task = progress.add_task("lint", total=2)
+        paths = list(paths) or [DEFAULT_CATALOG_WORD]
         catalog = load_catalog(paths)
         progress.advance(task)
+        api = load_api_table(paths)
         problems = [
             Finding("", p.source, p.line, ERROR, "unreadable", p.reason) for p in catalog.errors
-        ] + lint_catalog(catalog)
+        ] + lint_catalog(catalog, api)
         progress.advance(task)
     errors = sum(1 for finding in problems if finding.severity == ERROR)
     if as_json:

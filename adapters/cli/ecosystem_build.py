@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,8 @@ from typing import Any
 from adapters.cli.dataset_tools import record_line
 from adapters.cli.progress import stderr_progress
 from adapters.files import write_bytes_atomically
-from bot.ecosystem import ReleaseHarvest, Source, build_ecosystem, dumps_line
+from bot.api_surface import read_file_api
+from bot.ecosystem import ReleaseHarvest, Source, api_rows, build_ecosystem, dumps_line
 from bot.harvest import (
     FileHarvest,
     FunctionSpan,
@@ -180,6 +181,7 @@ class HarvestCache:
     once (most are)."""
 
     found: dict[tuple[str, str], FileHarvest]
+    apis: dict[str, dict[str, Any]] = field(default_factory=dict)  # blob -> `read_file_api`
     parsed: int = 0
     reused: int = 0
 
@@ -188,6 +190,7 @@ def harvest_release(repository: GitRepository, source: Source, cache: HarvestCac
     paths = source.paths or (".",)
     crates = crate_versions(repository, source.sha)
     harvested: list[tuple[str, FileHarvest]] = []
+    blobs: dict[str, str] = {}
     test_paths: set[str] = set()
     for path, blob in repository.files(source.sha, paths):
         if (
@@ -207,9 +210,11 @@ def harvest_release(repository: GitRepository, source: Source, cache: HarvestCac
             cache.reused += 1
         test_paths.update(result.test_modules)
         harvested.append((path, result))
+        blobs[path] = blob
     kept: list[HarvestedSite] = []
     files: dict[str, tuple[str, str]] = {}
     functions: dict[str, tuple[FunctionSpan, ...]] = {}
+    apis: dict[str, dict[str, Any]] = {}
     for path, harvest in harvested:
         normalised = normalise_path(path)
         if normalised in test_paths or any(normalised.startswith(p) for p in test_paths if p.endswith("/")):
@@ -220,7 +225,20 @@ def harvest_release(repository: GitRepository, source: Source, cache: HarvestCac
         kept.extend(harvest.sites)
         if harvest.functions:
             functions[normalised] = tuple(harvest.functions)
-    return ReleaseHarvest(source, kept, files, functions)
+        if crate is not None and _is_library_source(normalised):
+            api = cache.apis.get(blobs[path])
+            if api is None:
+                text = repository.read(blobs[path]).decode("utf-8", errors="replace")
+                api = cache.apis[blobs[path]] = read_file_api(text)
+            if api:
+                apis[normalised] = api
+    return ReleaseHarvest(source, kept, files, functions, apis)
+
+
+def _is_library_source(path: str) -> bool:
+    """A file of a crate's library (under its `src/`, not a binary's `src/bin/` or `main.rs`)."""
+    parts = path.split("/")
+    return "src" in parts and "bin" not in parts and not path.endswith("/main.rs")
 
 
 # ---- The sources file ---------------------------------------------------------------------------------
@@ -424,6 +442,7 @@ def build(
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.sites.jsonl.gz", [dumps_line(row) for row in catalog.sites])
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.releases.jsonl.gz", [dumps_line(row) for row in catalog.releases])
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.functions.jsonl.gz", [dumps_line(row) for row in catalog.functions])
+    _gzip_lines(out_dir / f"{OUTPUT_STEM}.api.jsonl.gz", [dumps_line(row) for row in api_rows(harvests)])
     return {
         "sources": len(sources),
         "records": len(catalog.records),

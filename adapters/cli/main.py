@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("lint", "flag wrong records (patterns, analysis of another error, links); exit 1 on errors"),
     ):
         sub = catalog_commands.add_parser(name, help=text)
-        if name == "stats":
+        if name in ("stats", "lint"):
             sub.add_argument("paths", nargs="*", metavar="PATH", help="default: the embedded catalog")
         else:
             sub.add_argument("paths", nargs="+", metavar="PATH")

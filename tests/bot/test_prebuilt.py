@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-import bot
 from bot.lookup import PanicLookup, result_json
 from bot.prebuilt import (
     MAGIC,
@@ -27,7 +26,7 @@ from tests.bot.test_rust_runtime import EXPECTED
 from tests.support.release_pastes import release_cases
 from tests.support.runtime_pastes import runtime_cases
 
-SEEDS_FILE = Path(bot.__file__).parent / "data" / "default_catalog.jsonl"
+SEEDS_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "seeds.jsonl"
 TYPED = ("avg pool 2d backward", "deform conv backward", "shpae mismatch", "not implemnted", "dtype")
 
 

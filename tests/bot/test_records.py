@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-import bot
 from bot.records import (
     DEFAULT_CATALOG_NAME,
     Catalog,
@@ -20,7 +19,7 @@ from bot.records import (
     parse_catalog_text,
 )
 
-SEEDS_FILE = Path(bot.__file__).parent / "data" / "default_catalog.jsonl"
+SEEDS_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "seeds.jsonl"
 SEED_VERSION = "2026-09-12T17:17:11.597Z"
 AVG_POOL_ID = "8d1d2fa6df3880bd"
 SEED_IDS = {"5c5da46720dbbf10", "d59d5538758c7e08", AVG_POOL_ID}

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import bot
 from bot.records import Catalog, load_catalog
 
-SEEDS_FILE = Path(bot.__file__).parent / "data" / "default_catalog.jsonl"
+SEEDS_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "seeds.jsonl"
 
 
 def seeds_catalog() -> Catalog:

@@ -12,10 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import bot
 from adapters.cli import main as cli
 
-SEEDS_FILE = Path(bot.__file__).parent / "data" / "default_catalog.jsonl"
+SEEDS_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "seeds.jsonl"
 PASTE = (
     "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:1498:9:\n"
     "Can't differentiate avg pool 2d backward.\n"

@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-import bot
 from adapters.cli.dataset_tools import RECORD_KEY_ORDER, run_harvest, run_merge
 from bot.records import Record, load_catalog, parse_catalog_text
 from tests.support.pastes import shared_data_dir
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 VERSION = "2026-01-02T03:04:05.000Z"
-SEEDS = Path(bot.__file__).parent / "data" / "default_catalog.jsonl"
+SEEDS = Path(__file__).resolve().parents[2] / "fixtures" / "seeds.jsonl"
 BURN_SHA = "2c06be351006851d42fdb6df16b976f4a82d9747"
 BURN_VERSION = "2026-08-21T20:08:45.000Z"
 

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import bot
 from adapters.cli.main import MAX_INPUT_BYTES, main
 
-SEEDS_FILE = Path(bot.__file__).parent / "data" / "default_catalog.jsonl"
+SEEDS_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "seeds.jsonl"
 AVG_POOL_ID = "8d1d2fa6df3880bd"
 AVG_POOL_MESSAGE = "Can't differentiate avg pool 2d backward."
 AVG_POOL_PASTE = (
