@@ -28,6 +28,7 @@ from adapters.cli.ecosystem_build import (
     write_sources,
 )
 from adapters.cli.main import main
+from bot.api_table import ApiTable
 from bot.ecosystem import Source
 from bot.lookup import PanicLookup, result_json
 from bot.records import Catalog, load_catalog
@@ -330,6 +331,26 @@ def test_the_built_files_hold_records_sites_and_releases(built: Built) -> None:
         (["v0.1.0"], "mycrate", V1_LINE),
         (["v0.2.0"], "mycrate", V2_LINE),
     ]
+
+
+def test_the_api_table_holds_each_release_s_public_functions(built: Built) -> None:
+    rows = read_jsonl_gz(built.out / "ecosystem.api.jsonl.gz")
+    # Library files only: no test module, no integration test, no excluded tool.
+    assert sorted(row["filePath"] for row in rows) == [
+        "crates/mycrate/src/lib.rs",
+        "crates/othercrate/src/lib.rs",
+    ]
+    api = ApiTable(rows)
+    first, second = api.release(REPO, "v0.1.0"), api.release(REPO, "v0.2.0")
+    assert first is not None and second is not None
+    [entry] = second.resolve(["mycrate", "checked"])
+    [signature] = second.functions_of(entry)
+    assert signature.params == (("index", "usize"), ("len", "usize"))
+    assert first.resolve(["othercrate", "load"]) and second.resolve(["othercrate", "load"])
+    assert first.resolve(["mycrate", "inline_tests", "inline"]) == []
+    # Unchanged between the two releases: one version of the file, both refs.
+    [other] = [row for row in rows if row["filePath"] == "crates/othercrate/src/lib.rs"]
+    assert [v["refs"] for v in other["versions"]] == [["v0.1.0", "v0.2.0"]]
 
 
 # ---- loaded back: the catalog and the release-aware lookup --------------------------------------------
