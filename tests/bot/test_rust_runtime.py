@@ -359,3 +359,96 @@ def test_harvested_assertion_messages_keep_their_record(default_service: PanicLo
             )
             checked += 1
     assert checked >= 100
+
+
+def _texts(record: Record) -> list[str]:
+    return [
+        record.documentation or "",
+        record.triggerScenarios or "",
+        record.commonSituations or "",
+        *record.solutions,
+        record.exampleFix or "",
+        *record.preventionTips,
+    ]
+
+
+def test_cube_count_card_keeps_the_variant_alive(by_slug: dict[str, Record]) -> None:
+    """CubeCountTooLarge moved from cubecl's reduce crate (0.4.0 to 0.9.0-pre.5) to cubek's, where it is
+    still declared and raised (cubek v0.0.1 `reduce`): the card must not say that the variant is gone."""
+    record = by_slug["cubecl-cube-count-too-large"]
+    text = " ".join(_texts(record)).lower()
+    for claim in ("no longer exist", "removed this variant", "variant was removed", "this variant is gone"):
+        assert claim not in text, claim
+    assert "cubek" in text
+    assert "0.4.0" in (record.documentation or "") and "0.9.0-pre.5" in (record.documentation or "")
+
+
+def test_driver_error_card_names_what_cubecl_reports_an_out_of_memory_as(by_slug: dict[str, Record]) -> None:
+    """cubecl-cuda unwraps cudarc's allocation result up to 0.6 (Burn 0.14 to 0.18); from 0.7 it maps the
+    driver's out-of-memory to IoError::BufferTooBig, from 0.11.0-pre.2 to IoError::OutOfMemory. No Burn
+    release uses cubecl 0.7: Burn 0.18 is on cubecl 0.6."""
+    record = by_slug["cudarc-driver-error"]
+    documentation = record.documentation or ""
+    for name in ("BufferTooBig", "OutOfMemory", "cubecl 0.7", "0.11.0-pre.2", "Burn 0.19"):
+        assert name in documentation, name
+    assert "cubecl 0.7 (Burn 0.18" not in " ".join(_texts(record))
+
+
+def _f32_bytes(shape: str) -> int:
+    size = 4
+    for dim in shape.split(","):
+        size *= int(dim)
+    return size
+
+
+def test_buffer_too_big_example_stays_under_the_cap_it_names(by_slug: dict[str, Record]) -> None:
+    """The example's tensor is over the cap it states before the fix and every slice under it after."""
+    example = by_slug["cubecl-buffer-too-big"].exampleFix or ""
+    before, after = example.split("// after", 1)
+    cap = re.search(r"about (\d+) GiB", before)
+    assert cap is not None, "the example names the cap it works against"
+    cap_bytes = int(cap.group(1)) * 2**30
+    shape = r"\[(\d+(?:, \d+)*)\] f32"
+    assert [_f32_bytes(s) for s in re.findall(shape, before)] and all(
+        _f32_bytes(s) > cap_bytes for s in re.findall(shape, before)
+    )
+    sliced = re.findall(shape, after)
+    assert sliced and all(_f32_bytes(s) < cap_bytes for s in sliced)
+    stated = re.search(r"= (\d+) GiB", after)
+    assert stated is not None and int(stated.group(1)) * 2**30 == _f32_bytes(sliced[0])
+
+
+ARITHMETIC_AND_ASSERTIONS = (
+    "attempt-to-subtract-with-overflow",
+    "attempt-to-add-with-overflow",
+    "attempt-to-multiply-with-overflow",
+    "attempt-to-negate-with-overflow",
+    "attempt-to-shift-left-with-overflow",
+    "attempt-to-shift-right-with-overflow",
+    "assertion-left-right-failed",
+    "assertion-left-not-right-failed",
+    "assertion-failed-left-right-old-format",
+    "assertion-failed",
+    "assertion-left-right-failed-with-message",
+    "assertion-left-not-right-failed-with-message",
+)
+
+
+def test_overflow_and_assertion_cards_share_no_advice(by_slug: dict[str, Record]) -> None:
+    """Each overflow and assertion card has its own solutions and prevention tips: none is written word for
+    word into two of them (the shared ones fitted none, e.g. `usize` advice on the negate card)."""
+    holders: dict[str, set[str]] = {}
+    for slug in ARITHMETIC_AND_ASSERTIONS:
+        record = by_slug[slug]
+        for text in (*record.solutions, *record.preventionTips):
+            holders.setdefault(" ".join(text.lower().split()).rstrip("."), set()).add(slug)
+    shared = {text: slugs for text, slugs in holders.items() if len(slugs) > 1}
+    assert not shared, shared
+
+
+def test_negate_card_tips_are_about_negation(by_slug: dict[str, Record]) -> None:
+    tips = by_slug["attempt-to-negate-with-overflow"].preventionTips
+    joined = " ".join(tips)
+    for name in ("MIN", "unsigned_abs", "wrapping_neg", "checked_neg"):
+        assert name in joined, name
+    assert "usize" not in joined
