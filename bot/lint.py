@@ -218,15 +218,17 @@ def _shared_text_findings(entries: Iterable[CatalogEntry]) -> Iterable[Finding]:
     holders: dict[tuple[str, str], dict[str, CatalogEntry]] = defaultdict(dict)
     for entry in entries:
         record = entry.record
+        # One error class is one error, whatever the wording of its message across Rust releases.
+        error = record.errorClass or record.errorMessage
         for field, texts in (("solution", record.solutions), ("prevention tip", record.preventionTips)):
             for text in texts:
                 if len(_plain(text)) >= MIN_SHARED_TEXT:
-                    holders[(field, _plain(text))].setdefault(record.errorMessage, entry)
-    for (field, text), by_message in holders.items():
-        if len(by_message) < 2:
+                    holders[(field, _plain(text))].setdefault(error, entry)
+    for (field, text), by_error in holders.items():
+        if len(by_error) < 2:
             continue
-        for message, entry in by_message.items():
-            others = sorted(m for m in by_message if m != message)
+        for error, entry in by_error.items():
+            others = sorted(o.record.errorMessage for e, o in by_error.items() if e != error)
             yield _finding(
                 entry,
                 WARNING,

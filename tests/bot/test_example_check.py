@@ -161,3 +161,24 @@ def test_claims_of_absence_are_read_where_the_name_follows_the_verb(api: ApiTabl
 def test_lint_without_an_api_table_checks_no_code(embedded: Catalog) -> None:
     assert not any(f.check.startswith("example-") for f in lint_catalog(load_catalog([SEEDS])))
     assert all(f.severity in (ERROR, WARNING) for f in lint_catalog(load_catalog([SEEDS])))
+
+
+def test_shared_text_is_reported_across_errors_not_across_wordings_of_one() -> None:
+    from tests.bot.test_lint import base, catalog_of
+
+    tip = "Keep each borrow inside one small block and never across a callback."
+    analysed = {"documentation": "d", "solutions": ["a", "b"], "exampleFix": "let x = 1;"}
+    one = base(id="r1", errorMessage="RefCell already borrowed", messagePattern="RefCell already borrowed")
+    two = base(
+        id="r2",
+        errorMessage="already borrowed: BorrowMutError",
+        messagePattern="already borrowed: BorrowMutError",
+    )
+    other = base(
+        id="r3", errorMessage="attempt to add with overflow", messagePattern="attempt to add with overflow"
+    )
+    same_class = {"errorClass": "std::cell::BorrowMutError", "preventionTips": [tip], **analysed}
+    quiet = lint_catalog(catalog_of({**one, **same_class}, {**two, **same_class}))
+    assert not [f for f in quiet if f.check == "shared-text"]
+    loud = lint_catalog(catalog_of({**one, **same_class}, {**other, "preventionTips": [tip], **analysed}))
+    assert {f.record_id for f in loud if f.check == "shared-text"} == {"r1", "r3"}
