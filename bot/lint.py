@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bot.api_table import ApiTable
-from bot.example_check import ExampleChecker, own_code_names
+from bot.example_check import ExampleChecker, own_code_names, parse_rust, rust_blocks
+from bot.families import FACTS, FamilyTable
 from bot.patterns import is_valid_pattern, match_record, record_key
 from bot.records import Catalog, CatalogEntry, Record
 from bot.rust_messages import specificity, split_format_string
@@ -239,9 +240,82 @@ def _shared_text_findings(entries: Iterable[CatalogEntry]) -> Iterable[Finding]:
             )
 
 
-def lint_catalog(catalog: Catalog, api: ApiTable | None = None) -> list[Finding]:
+def _family_text_findings(families: FamilyTable, checker: ExampleChecker | None) -> Iterable[Finding]:
+    """Each family's text: placeholders that no record can fill, and an example that is not Rust."""
+    for family in families.families:
+        groups = {name for rule in family.rules for pattern in rule.messages for name in pattern.groupindex}
+        unknown = sorted(name for name in family.placeholders() if name not in (*FACTS, *groups))
+        if unknown:
+            shown = ", ".join("{" + name + "}" for name in unknown)
+            yield Finding(
+                "",
+                families.source,
+                0,
+                ERROR,
+                "family-placeholder",
+                f"family {family.name!r}: {shown} is neither a record fact ({', '.join(FACTS)}) nor a named "
+                "group of its message patterns (write a literal brace as {{ or }})",
+            )
+        example = family.texts.get("exampleFix", "").replace("{{", "{").replace("}}", "}")
+        for _, code in rust_blocks(example):
+            error = parse_rust(code)[2]
+            if error:
+                yield Finding(
+                    "", families.source, 0, ERROR, "family-example", f"family {family.name!r}: {error}"
+                )
+        if checker is not None and example.strip():
+            for problem in checker.check_example(example, checker.everywhere(), own=False):
+                if problem.check != "example-syntax":
+                    yield Finding(
+                        "",
+                        families.source,
+                        0,
+                        ERROR,
+                        problem.check,
+                        f"family {family.name!r}: {problem.reason}",
+                    )
+
+
+def family_findings(
+    catalog: Catalog, families: FamilyTable, checker: ExampleChecker | None = None
+) -> list[Finding]:
+    """A record in two families, a family rule that takes no record of the catalog, and the families' text."""
+    findings = list(_family_text_findings(families, checker))
+    used: set[tuple[str, int]] = set()
+    for entry in catalog.entries:
+        record = entry.record
+        found = families.classify(record)
+        for family, _ in found:
+            for number, rule in enumerate(family.rules):
+                if rule.match(record) is not None:
+                    used.add((family.name, number))
+        if len(found) > 1:
+            names = ", ".join(family.name for family, _ in found)
+            findings.append(
+                _finding(entry, ERROR, "family-overlap", f"in {len(found)} families ({names}): it gets none")
+            )
+    for family in families.families:
+        for number, _ in enumerate(family.rules):
+            if (family.name, number) not in used:
+                findings.append(
+                    Finding(
+                        "",
+                        families.source,
+                        0,
+                        WARNING,
+                        "family-unused",
+                        f"family {family.name!r} rule {number + 1} takes no record of this catalog",
+                    )
+                )
+    return findings
+
+
+def lint_catalog(
+    catalog: Catalog, api: ApiTable | None = None, families: FamilyTable | None = None
+) -> list[Finding]:
     """Every finding for every record, in catalog order, then the cross-record ones. With `api` (the
-    releases' public API), each analysis' example fix and claims of absence are checked against it."""
+    releases' public API), each analysis' example fix and claims of absence are checked against it; with
+    `families`, the families' rules and text against the catalog."""
     findings: list[Finding] = []
     checker = ExampleChecker(api, catalog.releases) if api else None
     for entry in catalog.entries:
@@ -250,6 +324,8 @@ def lint_catalog(catalog: Catalog, api: ApiTable | None = None) -> list[Finding]
         if checker is not None:
             findings.extend(_code_findings(entry, checker))
     findings.extend(_shared_text_findings(e for e in catalog.entries if e.record.has_analysis))
+    if families:
+        findings.extend(family_findings(catalog, families, checker))
     for problem in catalog.duplicates:
         findings.append(Finding("", problem.source, problem.line, WARNING, "duplicate-id", problem.reason))
     sites: dict[tuple[str, str], list[CatalogEntry]] = defaultdict(list)

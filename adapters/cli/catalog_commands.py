@@ -12,6 +12,7 @@ from rich.table import Table
 
 from adapters.cli.progress import stderr_progress
 from bot.api_table import load_api_table
+from bot.families import FamilyError, families_files, load_families
 from bot.lint import ERROR, Finding, lint_catalog
 from bot.patterns import is_valid_pattern
 from bot.records import DEFAULT_CATALOG_WORD, Catalog, CatalogProblem, load_catalog
@@ -135,9 +136,16 @@ def run_lint(paths: Sequence[str], console: Console, *, as_json: bool) -> int:
         catalog = load_catalog(paths)
         progress.advance(task)
         api = load_api_table(paths)
-        problems = [
-            Finding("", p.source, p.line, ERROR, "unreadable", p.reason) for p in catalog.errors
-        ] + lint_catalog(catalog, api)
+        problems = [Finding("", p.source, p.line, ERROR, "unreadable", p.reason) for p in catalog.errors]
+        # The families are checked with the catalog they are written for: the embedded one, or one with
+        # an `X.families.toml` beside it.
+        families = None
+        if DEFAULT_CATALOG_WORD in paths or families_files(paths):
+            try:
+                families = load_families(paths)
+            except FamilyError as exc:
+                problems.append(Finding("", "", 0, ERROR, "families-unreadable", str(exc)))
+        problems += lint_catalog(catalog, api, families)
         progress.advance(task)
     errors = sum(1 for finding in problems if finding.severity == ERROR)
     if as_json:

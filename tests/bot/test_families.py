@@ -1,0 +1,176 @@
+"""Analysis families: rules read from TOML, records classified, text filled with a record's own facts, and
+lint's checks of the rules and text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.families import (
+    FamilyError,
+    FamilyTable,
+    RecordFacts,
+    default_families,
+    families_files,
+    load_families,
+    parse_families,
+)
+from bot.lint import ERROR, WARNING, family_findings
+from bot.records import Catalog, Record, default_catalog
+from tests.bot.test_lint import base, catalog_of
+
+FAMILY = """
+[[family]]
+name = "{name}"
+title = "Things"
+documentation = "In {{crate}}, `{{function}}` did it: {{message}} ({{releases}}, op {{op}})."
+solutions = ["One for {{crate}}.", "Two."]
+exampleFix = "let x = 1;"
+{extra}
+
+[[family.rule]]
+kinds = ["explicit-panic"]
+messages = ['^Unsupported (?P<op>\\w+)']
+"""
+
+
+def table(*names: str, extra: str = "") -> FamilyTable:
+    text = "".join(FAMILY.format(name=name, extra=extra) for name in names)
+    return parse_families(text, "test.families.toml")
+
+
+def record(**fields: object) -> Record:
+    values = base(errorMessage="Unsupported gather for {:?}", messagePattern="Unsupported gather for (.+?)")
+    values.update({"backgroundTag": "explicit-panic", **fields})
+    return Record.model_validate(values)
+
+
+FACTS = RecordFacts(
+    message="Unsupported gather for {:?}",
+    crate="burn-flex",
+    file="crates/burn-flex/src/ops/reduce.rs",
+    repo="tracel-ai/burn",
+    function="gather",
+    releases="burn-flex 0.21.0 to 0.22.0-pre.2",
+)
+
+
+def test_a_record_gets_its_family_text_filled_with_its_own_facts() -> None:
+    families = table("things")
+    [(family, groups)] = families.classify(record())
+    assert family.name == "things" and groups == {"op": "gather"}
+    analysis = families.analysis(record(), FACTS)
+    assert analysis is not None and analysis.family == "things"
+    assert analysis.documentation == (
+        "In burn-flex, `gather` did it: Unsupported gather for {:?} "
+        "(burn-flex 0.21.0 to 0.22.0-pre.2, op gather)."
+    )
+    assert analysis.solutions == ("One for burn-flex.", "Two.")
+
+
+def test_no_family_text_when_a_fact_is_missing_or_the_rules_do_not_hold() -> None:
+    families = table("things")
+    assert families.analysis(record(), RecordFacts("m", "c", "f", "r", function=None, releases="x")) is None
+    assert families.analysis(record(backgroundTag="expect-failed"), FACTS) is None
+    assert families.analysis(record(errorMessage="Other", messagePattern="Other"), FACTS) is None
+
+
+def test_a_record_in_two_families_gets_neither_and_lint_says_so() -> None:
+    families = table("one", "two")
+    assert families.analysis(record(), FACTS) is None
+    catalog = catalog_of(
+        base(
+            errorMessage="Unsupported gather",
+            messagePattern="Unsupported gather",
+            backgroundTag="explicit-panic",
+        )
+    )
+    overlaps = [f for f in family_findings(catalog, families) if f.check == "family-overlap"]
+    assert [(f.severity, f.record_id) for f in overlaps] == [(ERROR, "r1")]
+    assert "one, two" in overlaps[0].reason
+
+
+def test_lint_flags_a_rule_that_takes_nothing_and_a_placeholder_no_record_can_fill() -> None:
+    families = table("things", extra='commonSituations = "About {dtype} and {:?}."')
+    catalog = catalog_of(base())  # an expect-failed-less baseline record: the rule takes nothing
+    found = {(f.severity, f.check): f.reason for f in family_findings(catalog, families)}
+    assert "rule 1 takes no record" in found[(WARNING, "family-unused")]
+    placeholder = found[(ERROR, "family-placeholder")]
+    assert "{dtype}" in placeholder and "{}" in placeholder
+
+
+def test_lint_flags_a_family_example_that_is_not_rust() -> None:
+    families = parse_families(
+        FAMILY.format(name="things", extra="").replace(
+            'exampleFix = "let x = 1;"', 'exampleFix = "let x = ;"'
+        ),
+        "f.toml",
+    )
+    assert [f.check for f in family_findings(Catalog(), families)].count("family-example") == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[[family]]\ntitle = 'x'", "needs a name"),
+        ('[[family]]\nname = "a"\ndocumentation = "d"\nsolutions = ["1", "2"]', r"no \[\[family\.rule\]\]"),
+        (
+            '[[family]]\nname = "a"\ndocumentation = "d"\nsolutions = ["1"]\n[[family.rule]]\nkinds = ["x"]',
+            "two solutions",
+        ),
+        ('[[family]]\nname = "a"\n[[family.rule]]\npaths = ["("]', "not a regular expression"),
+        ('[[family]]\nname = "a"\n[[family.rule]]\nfiles = ["x"]', "unknown keys files"),
+        ("[[family", "not TOML"),
+    ],
+)
+def test_a_bad_families_file_is_refused_with_its_problem(text: str, problem: str) -> None:
+    with pytest.raises(FamilyError, match=problem):
+        parse_families(text, "bad.families.toml")
+
+
+def test_families_beside_a_catalog_file_replace_the_embedded_ones(tmp_path: Path) -> None:
+    catalog = tmp_path / "ours.jsonl"
+    catalog.write_text("", encoding="utf-8")
+    assert families_files([catalog]) == []
+    assert {f.name for f in load_families([catalog]).families} == {
+        f.name for f in default_families().families
+    }
+    (tmp_path / "ours.families.toml").write_text(FAMILY.format(name="ours", extra=""), encoding="utf-8")
+    assert [f.name for f in load_families([catalog]).families] == ["ours"]
+    assert [f.name for f in load_families([tmp_path]).families] == ["ours"]
+
+
+# -- the embedded families on the embedded catalog --
+
+
+@pytest.fixture(scope="module")
+def embedded() -> Catalog:
+    return default_catalog()
+
+
+def _family_of(catalog: Catalog, message: str, path_part: str = "") -> str | None:
+    families = default_families()
+    for candidate in catalog.records:
+        if candidate.errorMessage == message and path_part in (candidate.filePath or ""):
+            analysis = families.analysis_in(candidate, catalog.releases)
+            return analysis.family if analysis else None
+    raise AssertionError(f"no record {message!r}")
+
+
+def test_the_embedded_families_lint_clean_on_the_embedded_catalog(embedded: Catalog) -> None:
+    assert family_findings(embedded, default_families()) == []
+
+
+def test_known_records_get_their_family(embedded: Catalog) -> None:
+    assert _family_of(embedded, "Can send message to checkpointer thread.") == "follow-on"
+    assert _family_of(embedded, "Event processor lock poisoned") == "follow-on"
+    assert _family_of(embedded, "Expected Sign node") == "onnx-import"
+    # A websocket that fails is the network, not a thread that died first: no family.
+    assert _family_of(embedded, "Can send the message on the websocket.", "burn-remote") is None
+
+
+def test_a_written_analysis_wins_over_the_family(embedded: Catalog) -> None:
+    families = default_families()
+    analysed = [r for r in embedded.records if r.has_analysis]
+    assert analysed and all(families.analysis_in(r, embedded.releases) is None for r in analysed)
