@@ -94,15 +94,41 @@ def test_seeds_carry_their_data_set_version_and_source() -> None:
     assert [(f.source, f.records, f.errors) for f in catalog.files] == [(str(SEEDS_FILE), 3, 0)]
 
 
-def test_the_embedded_data_holds_the_seeds_unchanged_with_their_version() -> None:
+# The fields that locate the site a seed is about: the review (tests/bot/test_reviewed_seeds.py) kept them.
+SITE_FIELDS = (
+    "id", "repo", "slug", "errorCode", "errorMessage", "messagePattern", "errorType", "errorClass",
+    "httpStatus", "severity", "filePath", "lineNumber", "sourceCode", "sourceCodeStart", "sourceCodeEnd",
+    "githubUrl", "analyzedSha", "schemaVersion",
+)  # fmt: skip
+REWRITTEN = (
+    "documentation", "triggerScenarios", "commonSituations", "solutions", "exampleFix", "preventionTips",
+)  # fmt: skip
+REVIEWED_AT = "2026-12-04T00:00:00.000Z"
+
+
+def test_the_embedded_data_holds_the_seeds_records_with_their_analyses_rewritten() -> None:
+    """The embedded default holds the upstream seeds' records, in their order and under their data set
+    version, each at the same site (id, message, pattern, file, line, source, link), with its analysis
+    rewritten after review; the seeds themselves stay as shipped in tests/fixtures/seeds.jsonl."""
     seeds = load_catalog([SEEDS_FILE])
     embedded = default_catalog()
     assert embedded.errors == []
     by_id = {entry.record.id: entry for entry in embedded.entries}
-    for entry in seeds.entries:
-        assert by_id[entry.record.id].record == entry.record
-        assert by_id[entry.record.id].dataset_version == SEED_VERSION
-        assert by_id[entry.record.id].source == DEFAULT_CATALOG_NAME
+    ours = [by_id[entry.record.id] for entry in seeds.entries]
+    assert [entry.line for entry in ours] == [entry.line for entry in seeds.entries]
+    for seed, entry in zip(seeds.entries, ours, strict=True):
+        record = entry.record
+        assert entry.source == DEFAULT_CATALOG_NAME
+        assert entry.dataset_version == SEED_VERSION
+        for field in SITE_FIELDS:
+            assert getattr(record, field) == getattr(seed.record, field), (record.id, field)
+        for field in REWRITTEN:
+            assert getattr(record, field) != getattr(seed.record, field), (record.id, field)
+        assert (record.analyzedAt, record.contentChangedAt) == (REVIEWED_AT, REVIEWED_AT)
+        assert record.has_analysis and len(record.solutions) >= 2 and record.preventionTips and record.tags
+        assert "// before" in (record.exampleFix or "") and "// after" in (record.exampleFix or "")
+        # Nothing checked to offer for these: no validation code, type guard or catch_unwind pattern.
+        assert (record.validationCode, record.typeGuard, record.tryCatchPattern) == (None, None, None)
 
 
 def test_has_analysis_true_for_seeds_false_for_a_bare_baseline_record() -> None:
