@@ -33,7 +33,12 @@ DEFAULT_CATALOG_NAME = "embedded default data set"
 # The word that names the embedded catalog among catalog paths: `PANICBOT_CATALOG=default:/mine.jsonl`.
 DEFAULT_CATALOG_WORD = "default"
 # The embedded catalog: analysed records (the seeds, the Rust runtime panics) over the ecosystem baseline.
-EMBEDDED_FILES = ("data/default_catalog.jsonl", "data/rust_runtime.jsonl", "data/ecosystem.jsonl.gz")
+EMBEDDED_FILES = (
+    "data/default_catalog.jsonl",
+    "data/rust_runtime.jsonl",
+    "data/analyses.jsonl",
+    "data/ecosystem.jsonl.gz",
+)
 
 
 class Record(BaseModel):
