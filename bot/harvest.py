@@ -487,6 +487,62 @@ def _bare(name: str) -> str:
     return name.removeprefix("r#")
 
 
+_NAME = re.compile(r"(?:r#)?[A-Za-z_][A-Za-z0-9_]*")
+
+
+_CLOSERS = {")": "(", "]": "["}
+
+
+def _operand(text: str) -> bool:
+    """Whether `text` is one operand: a path, field or method chain (`v.is_empty()`, `a::b[i]`), so that
+    `!text` negated is `text`. Outside brackets only words, `.` and `::`."""
+    depth: list[str] = []
+    for char in text:
+        if char in "([":
+            depth.append(char)
+        elif char in _CLOSERS:
+            if not depth or depth.pop() != _CLOSERS[char]:
+                return False
+        elif not depth and not (char.isalnum() or char in "_.:"):
+            return False
+    return bool(text) and not depth
+
+
+def _truth(condition: str, holds: bool) -> str:
+    """A condition as it fires: as written when it must hold, else negated (`not (...)`, `!x.f()` -> `x.f()`);
+    a bare name says nothing by itself: `flag is true` (`false`)."""
+    negated = condition.startswith("!") and _operand(condition[1:].strip())
+    subject = condition[1:].strip() if negated else condition
+    if _NAME.fullmatch(subject):
+        return f"{subject} is {'true' if holds != negated else 'false'}"
+    if holds:
+        return condition
+    return subject if negated else f"not ({condition})"
+
+
+def _catch_all(pattern: Node) -> bool:
+    """`_`, a binding (`dtype`, `ref x`, `x @ _`): a pattern every value matches. A capitalised name is a
+    constant or a unit variant (`None`)."""
+    if pattern.type == "_":
+        return True
+    if pattern.type == "identifier":
+        name = _bare(pattern.text.decode("utf-8", "replace") if pattern.text else "")
+        return bool(name) and (name[0].islower() or name[0] == "_")
+    if pattern.type in {"ref_pattern", "mut_pattern", "captured_pattern"} and pattern.children:
+        return _catch_all(pattern.children[-1])  # `_` is an anonymous node
+    if pattern.type == "tuple_pattern":  # `(lhs, rhs)`, `(_, _)`
+        inner = [child for child in pattern.children if child.type not in {"(", ")", ","}]
+        return bool(inner) and all(_catch_all(child) for child in inner)
+    return False
+
+
+def _alternatives(pattern: Node) -> list[Node]:
+    """The patterns of an or-pattern (`A | B | C`), else the pattern itself."""
+    if pattern.type != "or_pattern":
+        return [pattern]
+    return [leaf for child in pattern.named_children for leaf in _alternatives(child)]
+
+
 def _siblings(first: Node | None, stop: Node | None = None) -> Iterator[Node]:
     node = first
     while node is not None and node != stop:
@@ -1180,7 +1236,8 @@ class _FileScan:
         return _decode(self.data[atoms[start].start : atoms[end - 1].end]) if end > start else ""
 
     def assert_condition(self, word: str, atoms: Sequence[_Atom], before: Sequence[_Span]) -> str | None:
-        """The asserted expression; `left == right` (`!=`) for the `_eq` (`_ne`) forms."""
+        """What fires an assertion: its expression false (`not (<expression>)`); `left != right` (`==`)
+        for the `_eq` (`_ne`) forms."""
         if not before:
             return None
         if word.endswith(("_eq", "_ne")):
@@ -1188,9 +1245,10 @@ class _FileScan:
                 return None
             left = _code_line(self.source_of(atoms, *before[0]), len(self.data))
             right = _code_line(self.source_of(atoms, before[1][0], before[-1][1]), len(self.data))
-            text = f"{left} {'==' if word.endswith('_eq') else '!='} {right}"
+            text = f"{left} {'!=' if word.endswith('_eq') else '=='} {right}"
         else:
-            text = self.source_of(atoms, before[0][0], before[-1][1])
+            asserted = _code_line(self.source_of(atoms, before[0][0], before[-1][1]), len(self.data))
+            text = _truth(asserted, False) if asserted else ""
         return _code_line(text) if text.strip() else None
 
     def enclosing_condition(self, leaf: Node) -> str | None:
@@ -1202,14 +1260,58 @@ class _FileScan:
             if node.type == "if_expression":
                 condition = node.child_by_field_name("condition")
                 if condition is not None and child == node.child_by_field_name("consequence"):
-                    return _code_line(self.text(condition))
+                    return _code_line(_truth(_code_line(self.text(condition), len(self.data)), True))
                 if condition is not None and child == node.child_by_field_name("alternative"):
-                    return _code_line(f"not ({_code_line(self.text(condition), len(self.data))})")
+                    return _code_line(_truth(_code_line(self.text(condition), len(self.data)), False))
             elif node.type == "match_arm" and child == node.child_by_field_name("value"):
-                pattern = node.child_by_field_name("pattern")
-                return None if pattern is None else _code_line(self.text(pattern))
+                arm = self.arm_condition(node)
+                if arm is not None:
+                    return arm
             child, node = node, node.parent
         return None
+
+    def arm_condition(self, arm: Node) -> str | None:
+        """`<scrutinee> is <pattern>` (`x.dtype() is DType::F32`, `kind is one of A, B`, with its guard); for
+        a catch-all arm (`_`, `dtype =>`), `<scrutinee> is not one of <the patterns of the arms before>`.
+        None for a catch-all with no arm before it: it says nothing."""
+        found = arm.child_by_field_name("pattern")
+        block = arm.parent
+        expression = block.parent if block is not None else None
+        value = (
+            expression.child_by_field_name("value")
+            if expression is not None and expression.type == "match_expression"
+            else None
+        )
+        if found is None or value is None or block is None:
+            return None
+        scrutinee = _code_line(self.text(value), len(self.data))
+        guarded = found.child_by_field_name("condition") is not None
+        inner = found.children[0] if found.children else None
+        if inner is None or found.has_error:
+            return None
+        if guarded or not _catch_all(inner):
+            shown = self.arm_patterns(found)
+            one_of = len(shown) > 1
+            return _code_line(f"{scrutinee} is {'one of ' if one_of else ''}{', '.join(shown)}")
+        before: list[str] = []
+        for other in block.named_children:
+            if other == arm:
+                break
+            pattern = other.child_by_field_name("pattern") if other.type == "match_arm" else None
+            if pattern is not None:
+                before += self.arm_patterns(pattern)
+        # The arms before, read from a tree the grammar could not read whole, may be other code's tokens.
+        if not before or block.has_error:
+            return None
+        return _code_line(f"{scrutinee} is not one of {', '.join(before)}")
+
+    def arm_patterns(self, found: Node) -> list[str]:
+        """An arm's patterns as written, one line each: an or-pattern's alternatives, or the whole pattern
+        with its guard (`Some(v) if v > 3`)."""
+        inner = found.children[0] if found.children else None
+        if inner is None or found.child_by_field_name("condition") is not None:
+            return [_code_line(self.text(found), len(self.data))]
+        return [_code_line(self.text(node), len(self.data)) for node in _alternatives(inner)]
 
     def expect_condition(self, leaf: Node, dot: Node) -> str | None:
         """`<receiver> is Err/None`: the value `.expect` unwraps, as written."""
@@ -1319,13 +1421,16 @@ def harvest_tree(text: str, file_path: str, *, repo: str, sha: str) -> FileHarve
     1-based and point at the macro (or its path) or at `expect`, as Rust reports them. A site's `function`
     is the innermost `fn` whose body holds it (a `fn` written among a macro's tokens counts).
 
-    A site's `condition`, one line of at most 200 characters:
-    - `assert!`/`debug_assert!`: the asserted expression; their `_eq`/`_ne` forms: `left == right`
-      (`left != right`);
+    A site's `condition`, what fires it, one line of at most 200 characters:
+    - `assert!`/`debug_assert!`: the asserted expression false (`not (<expression>)`); their `_eq`/`_ne`
+      forms: `left != right` (`left == right`);
     - `.expect`: `<receiver> is Err/None`, the receiver being the expression `.expect` is called on;
     - the other kinds: the condition of the nearest enclosing `if` (`not (<condition>)` in its `else`;
-      `let P = e` for `if let`), or the pattern of the nearest enclosing `match` arm (with its guard),
-      whichever is closer, looked for up to the enclosing function;
+      `let P = e` for `if let`), or, from the nearest enclosing `match` arm, `<scrutinee> is <pattern>`
+      (`is one of A, B` for `A | B`, with its guard) and for a catch-all arm (`_`, a binding such as
+      `dtype`) `<scrutinee> is not one of <the patterns of the arms before>`; whichever is closer, looked
+      for up to the enclosing function (past an arm that says nothing: a catch-all with no arm before it);
+    - never a bare name: `flag` reads `flag is true` (`false`), `!x.f()` negated reads `x.f()`;
     - None when there is none of these.
     """
     path = normalise_path(file_path)

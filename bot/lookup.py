@@ -516,6 +516,17 @@ class AnswerSite:
         }
 
 
+_BARE_NAME = re.compile(r"(?:r#)?[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _says_something(condition: str | None) -> str | None:
+    """A firing condition worth a line: not a bare name (`dtype`, `_`: a `match` arm's binding, as older
+    harvests wrote it), which says nothing of when the panic fires."""
+    if condition is None or _BARE_NAME.fullmatch(condition.strip()):
+        return None
+    return condition
+
+
 def _literal_text(record: Record) -> str:
     """A message's literal words, placeholders dropped: `{:?}` and `{id:?}` read the same."""
     return " ".join(split_format_string(record.errorMessage)).lower()
@@ -699,7 +710,7 @@ def answer_site(
         line=chosen.line if in_pasted or guessed or record.lineNumber is None else record.lineNumber,
         function=_function_name(chosen),
         url=url,
-        fires_when=chosen.condition,
+        fires_when=_says_something(chosen.condition),
         panics_doc=chosen.panics_doc,
         in_pasted_release=in_pasted,
         gone_since=gone_version,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 from hypothesis import given, settings
@@ -632,21 +633,94 @@ fn conditions(x: Option<u8>, v: &[u8], n: usize) {
 
 def test_each_condition_form() -> None:
     assert [(site.message, site.condition) for site in sites_of(CONDITIONS)] == [
-        ("assert", "n > 0 && v.len() < 10"),
-        ("assert_eq {}", "v.len() == n"),
-        ("debug_assert_ne", "v[0] != 0"),
-        ("closure commas", "v.iter().fold(0, |a, b| a + b) > 0"),
+        # An assertion fires when what it asserts is false.
+        ("assert", "not (n > 0 && v.len() < 10)"),
+        ("assert_eq {}", "v.len() != n"),
+        ("debug_assert_ne", "v[0] == 0"),
+        ("closure commas", "not (v.iter().fold(0, |a, b| a + b) > 0)"),
         ("if", "n > 3"),
         ("else if", "n == 2"),  # the nearest `if`
         ("else", "not (n == 2)"),
         ("if let {value}", "let Some(value) = x"),
-        ("guard", "Some(v) if v > 3"),
-        ("arm block", "Some(_)"),
+        ("guard", "x is Some(v) if v > 3"),
+        ("arm block", "x is Some(_)"),
         ("parsed receiver", "v.first().copied() is Err/None"),
         ("receiver in a macro", "self.items.get(n)?.value::<u8>() is Err/None"),
         ("tensor check", "n > 9"),
         ("nothing around", None),
     ]
+
+
+MATCH_ARMS = r"""
+fn arms(x: Tensor, flag: bool, kind: Kind) {
+    match x.dtype() {
+        DType::F32 | DType::F64 => one(),
+        // half precision
+        DType::F16 => two(),
+        dtype => panic!("unsupported dtype {dtype:?}"),
+    }
+    match kind {
+        Kind::A => panic!("explicit arm"),
+        Kind::B | Kind::C => unreachable!("or arm"),
+        #[cfg(feature = "d")]
+        Kind::D => {}
+        other if other.is_big() => panic!("guarded binding"),
+        ref rest @ _ => unimplemented!("bound catch-all"),
+    }
+    match kind {
+        Kind::A => {}
+        n if n.len() > 2 => {}
+        _ => todo!("after a guard"),
+    }
+    if flag {
+        match flag {
+            _ => panic!("only arm"),
+        }
+    }
+    if flag {
+        panic!("bare if");
+    } else {
+        panic!("bare else");
+    }
+    assert!(flag, "bare assert");
+    assert!(!flag, "negated assert");
+    match (a, b) {
+        (Some(x), None) => {}
+        (lhs, _) => panic!("tuple of bindings"),
+    }
+    assert!(!v.is_empty(), "negated call");
+    if !v[0].is_empty() {
+    } else {
+        panic!("negated call else");
+    }
+    assert!(!a || b.f(c), "or assert");
+}
+"""
+
+
+def test_a_match_arm_fires_when_its_scrutinee_is_its_pattern_never_a_bare_name() -> None:
+    assert [(site.message, site.condition) for site in sites_of(MATCH_ARMS)] == [
+        ("unsupported dtype {dtype:?}", "x.dtype() is not one of DType::F32, DType::F64, DType::F16"),
+        ("explicit arm", "kind is Kind::A"),
+        ("or arm", "kind is one of Kind::B, Kind::C"),
+        ("guarded binding", "kind is other if other.is_big()"),
+        ("bound catch-all", "kind is not one of Kind::A, Kind::B, Kind::C, Kind::D, other if other.is_big()"),
+        ("after a guard", "kind is not one of Kind::A, n if n.len() > 2"),
+        ("only arm", "flag is true"),  # a catch-all alone says nothing: the `if` around it does
+        ("bare if", "flag is true"),
+        ("bare else", "flag is false"),
+        ("bare assert", "flag is false"),
+        ("negated assert", "flag is true"),
+        ("tuple of bindings", "(a, b) is not one of (Some(x), None)"),
+        ("negated call", "v.is_empty()"),
+        ("negated call else", "v[0].is_empty()"),
+        ("or assert", "not (!a || b.f(c))"),
+    ]
+
+
+def test_no_condition_is_a_bare_name() -> None:
+    for site in sites_of(CONDITIONS) + sites_of(MATCH_ARMS):
+        assert site.condition is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", site.condition), site
 
 
 def test_a_condition_is_one_line_cut_at_its_limit() -> None:
@@ -845,7 +919,8 @@ mod tests {
     harvest = harvest_parsed(text, "crates/x/src/lib.rs", repo=REPO, sha=SHA)
     assert [(s.kind, s.message, s.line, s.column, s.function, s.condition) for s in harvest.sites] == [
         ("expect", "two-level scheme", 10, 45, "quantize", "global is Err/None"),
-        ("unimplemented", "not supported", 13, 14, "quantize", "_"),
+        # The arms before it are misread: a catch-all's condition cannot be told.
+        ("unimplemented", "not supported", 13, 14, "quantize", None),
     ]
     assert [function.name for function in harvest.functions] == ["quantize"]
 
@@ -996,11 +1071,18 @@ def test_crate_assert_macros_are_sites_like_assert() -> None:
     cast = prefix + "Cast element count must match if input is not scalar"
     found = [(s.kind, s.message, s.line, s.column, s.function, s.condition) for s in sites]
     assert found == [
-        ("ndassert", slice_end, 11, 5, "to_abs_slice", "end <= axis_len"),
-        ("ndassert", "Slice stride must not be zero", 17, 5, "to_abs_slice", "step != 0"),
-        ("strict_assert", "Called strict_unwrap_unchecked on None", 23, 5, "strict", "value.is_some()"),
-        ("expand_error", cast, 30, 9, "cast", "!scalar"),
-        ("expand_assert", prefix + "Reinterpret type sizes must match", 32, 5, "cast", "size_in == size_out"),
+        ("ndassert", slice_end, 11, 5, "to_abs_slice", "not (end <= axis_len)"),
+        ("ndassert", "Slice stride must not be zero", 17, 5, "to_abs_slice", "not (step != 0)"),
+        ("strict_assert", "Called strict_unwrap_unchecked on None", 23, 5, "strict", "not (value.is_some())"),
+        ("expand_error", cast, 30, 9, "cast", "scalar is false"),
+        (
+            "expand_assert",
+            prefix + "Reinterpret type sizes must match",
+            32,
+            5,
+            "cast",
+            "not (size_in == size_out)",
+        ),
     ]  # `ndassert!(step > 0)` and `strict_assert!(value.is_some())` without a message are not sites
     records = sites_to_records(sites, repo="rust-ndarray/ndarray", sha=SHA, dataset_version=VERSION)
     by_message = {record.errorMessage: record for record in records}

@@ -106,3 +106,13 @@ def test_a_relayed_message_without_a_location_answers_with_the_current_record(se
     assert result.panics[result.answer_panic or 0].kind == "relayed"
     assert result.best.record.filePath == "crates/burn-ir/src/handle.rs"
     assert service.releases.gone_since(result.best.record.id) is None
+
+
+FLEX_MESSAGE = "deform_conv2d_backward: unsupported dtype I32"
+
+
+def test_a_catch_all_arm_fires_when_its_scrutinee_is_none_of_the_arms_before(service: PanicLookup) -> None:
+    result = service.lookup(paste(f"{REGISTRY}/burn-flex-0.21.0/src/ops/module.rs:241:22", FLEX_MESSAGE))
+    card = service.card(result)
+    assert card is not None and card.record_id == "d59d5538758c7e08"
+    assert card.fires_when == "x.dtype() is not one of DType::F32, DType::F16, DType::BF16, DType::F64"
