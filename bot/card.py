@@ -68,6 +68,14 @@ def source_label(record: Record) -> str:
     return f"{record.filePath}:{record.lineNumber}" if record.lineNumber else record.filePath
 
 
+_LINE_ANCHOR = re.compile(r"#L\d+(?:-L\d+)?$")
+
+
+def anchored(url: str, line: int | None) -> str:
+    """`url` with its line anchor (`#L1480-L1516`, `#L241`) naming `line`: a card names one line."""
+    return _LINE_ANCHOR.sub(f"#L{line}", url) if url and line else url
+
+
 def build_card(
     match: Match,
     pasted_message: str | None = None,
@@ -80,8 +88,11 @@ def build_card(
     source_url: str = "",
     consequences: tuple[str, ...] = (),
     panics_doc: str = "",
+    source: str = "",
 ) -> Card:
     """The card for a match. The title is the message as pasted (first line), else the catalogued one.
+    `source_url` and `source` (`file:line`) name the site the card is about (its line in the pasted
+    release); by default the record's own, its link anchored at its line.
 
     `under_review` (the analysis seems to describe another error) keeps the analysis off the card: a wrong
     cause presented with confidence is worse than none."""
@@ -105,8 +116,8 @@ def build_card(
         example_fix=(record.exampleFix or "").strip("\n") if show_analysis else "",
         example_fix_language="rust",
         prevention_tips=tuple(t.strip() for t in record.preventionTips if t.strip()) if show_analysis else (),
-        source_url=source_url or record.githubUrl or "",
-        source_label=source_label(record),
+        source_url=source_url or anchored(record.githubUrl or "", record.lineNumber),
+        source_label=source or source_label(record),
         tags=() if under_review else tuple(record.tags),
         dataset_version=dataset_version or "",
         confidence=match.confidence,

@@ -9,7 +9,7 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from bot.autocomplete import Autocomplete, SuggestFields
-from bot.card import Card, build_card
+from bot.card import Card, anchored, build_card
 from bot.extract import Panic
 from bot.harvest import crate_of, github_url
 from bot.lint import analysis_is_suspect
@@ -462,6 +462,7 @@ class PanicLookup:
             fires_when=site.fires_when or "",
             release_note=site.note,
             source_url=site.url or "",
+            source=_source_text(chosen.record, site),
             consequences=echoes,
             panics_doc=site.panics_doc or "",
         )
@@ -525,6 +526,14 @@ def _says_something(condition: str | None) -> str | None:
     if condition is None or _BARE_NAME.fullmatch(condition.strip()):
         return None
     return condition
+
+
+def _source_text(record: Record, site: AnswerSite) -> str:
+    """The card's `file:line`: the site's line, as "where" and the link name it (a runtime panic's record
+    names no file: its card has none)."""
+    if not record.filePath or not site.file:
+        return ""
+    return f"{site.file}:{site.line}" if site.line else site.file
 
 
 def _literal_text(record: Record) -> str:
@@ -658,7 +667,8 @@ def answer_site(
     newest = releases.newest_site(record.id)
     crate = (newest.crate if newest else None) or (crate_of(file, repo or "") if file else None)
     if newest is None or repo is None:
-        return AnswerSite(repo, crate, None, None, file, record.lineNumber, None, record.githubUrl)
+        own = anchored(record.githubUrl or "", record.lineNumber) or None
+        return AnswerSite(repo, crate, None, None, file, record.lineNumber, None, own)
     hints = _paste_hints(panic, declared)
     line = panic.location.line if panic is not None and panic.location is not None else None
     candidates = releases.candidates(repo, crate, hints)
@@ -687,8 +697,10 @@ def answer_site(
                 f"{crate} {named} is not in the catalog: the lines shown are those of {newest.release.name}."
             )
         elif line is not None and panic is not None and _same_file_path(panic, file):
+            # The release whose line is the pasted one, or nearest it: its line and link, even when it is
+            # the newest (an analysed record's own line may be another commit's).
             chosen = releases.nearest_release_site(record.id, line) or newest
-            guessed = chosen != newest  # another release, or another line of the message in the file
+            guessed = True
             if chosen.release != newest.release:
                 version_name = chosen.version or chosen.release.name
                 note = f"The paste names no release; its line is that of {crate} {version_name}."
@@ -696,10 +708,13 @@ def answer_site(
         note = f"No longer raised since {crate} {gone_version}."
     version = chosen.version or None
     release_ref = chosen.release.ref if chosen.release.is_tag else chosen.release.sha
-    # The record's own link unless the paste names (or its line shows) a release that has the site: an
-    # analysed record links the code its analysis read.
-    url = record.githubUrl
-    if (in_pasted or guessed) and file:
+    # One line per site, in "where", the source text and the link: that of the release named (the pasted
+    # one, the one its line shows, else the newest). The record's own link (an analysed record links the
+    # code its analysis read) only where its line is that release's line.
+    site_line = chosen.line
+    own_line = not (in_pasted or guessed) and record.lineNumber in (None, chosen.line)
+    url = anchored(record.githubUrl or "", chosen.line) if own_line else None
+    if not url and file:
         url = github_url(repo, release_ref, file, chosen.line)
     return AnswerSite(
         repo=repo,
@@ -707,7 +722,7 @@ def answer_site(
         version=version,
         release=chosen.release.name,
         file=file,
-        line=chosen.line if in_pasted or guessed or record.lineNumber is None else record.lineNumber,
+        line=site_line,
         function=_function_name(chosen),
         url=url,
         fires_when=_says_something(chosen.condition),

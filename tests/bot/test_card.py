@@ -149,8 +149,8 @@ def test_card_carries_the_analysis(seeds: PanicLookup, avg_pool_card: Card) -> N
 
 
 def test_card_carries_source_tags_version_and_confidence(seeds: PanicLookup, avg_pool_card: Card) -> None:
-    assert avg_pool_card.source_url == seed_record(seeds).githubUrl
-    assert avg_pool_card.source_url.endswith("crates/burn-autodiff/src/ops/module.rs#L1480-L1516")
+    assert seed_record(seeds).githubUrl.endswith("crates/burn-autodiff/src/ops/module.rs#L1480-L1516")
+    assert avg_pool_card.source_url == seed_record(seeds).githubUrl.replace("#L1480-L1516", "#L1498")
     assert avg_pool_card.source_label == "crates/burn-autodiff/src/ops/module.rs:1498"
     assert avg_pool_card.tags == ("rust", "autodiff", "unimplemented", "backward-pass")
     assert avg_pool_card.dataset_version == SEED_VERSION
@@ -328,3 +328,9 @@ def test_a_record_whose_analysis_describes_another_error_is_under_review() -> No
     assert "crates/burn-autodiff/src/ops/module.rs:915" in text
     healthy = service.card_for_record("8d1d2fa6df3880bd", 0.9)
     assert healthy is not None and healthy.has_analysis and not healthy.under_review
+
+
+def test_the_link_of_a_card_without_a_site_points_at_the_line_it_names(avg_pool_card: Card) -> None:
+    # The analysed record links a range around its line: the card names one line, the link too.
+    assert avg_pool_card.source_label.endswith(":1498")
+    assert avg_pool_card.source_url.endswith("/crates/burn-autodiff/src/ops/module.rs#L1498")

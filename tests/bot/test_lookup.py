@@ -1,4 +1,5 @@
-"""`answer_site` on a small release table: the firing condition only when it says something."""
+"""`answer_site` on a small release table: the one line a card names (its link at that line), and the
+firing condition only when it says something."""
 
 from __future__ import annotations
 
@@ -82,3 +83,18 @@ def test_a_firing_condition_that_is_a_bare_name_is_not_shown(
         table(condition), record(241, f"https://github.com/{REPO}/blob/v0.22.0/{FILE}#L241"), None
     )
     assert site.fires_when == shown
+
+
+def test_the_records_own_link_is_kept_at_the_line_of_the_release_it_names() -> None:
+    own = f"https://github.com/{REPO}/blob/{'9' * 40}/{FILE}#L225-L261"
+    site = answer_site(table("x"), record(241, own), None)
+    assert (site.version, site.line) == ("0.22.0", 241)
+    assert site.url == own.replace("#L225-L261", "#L241")
+
+
+def test_a_record_read_at_another_line_is_shown_at_the_line_of_the_release_it_names() -> None:
+    # Analysed at a commit where the site is at 243: the newest release has it at 241, and says so.
+    own = f"https://github.com/{REPO}/blob/{'9' * 40}/{FILE}#L225-L261"
+    site = answer_site(table("x"), record(243, own), None)
+    assert (site.version, site.line) == ("0.22.0", 241)
+    assert site.url == f"https://github.com/{REPO}/blob/v0.22.0/{FILE}#L241"

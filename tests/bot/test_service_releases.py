@@ -5,6 +5,8 @@ from another file)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bot.lookup import PanicLookup
@@ -108,7 +110,48 @@ def test_a_relayed_message_without_a_location_answers_with_the_current_record(se
     assert service.releases.gone_since(result.best.record.id) is None
 
 
+# ---- one line number per site: "Where", the source text and the link -------------------------------------
+
+RESHAPE_BLOCK = (
+    "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n"
+    "    1. The given shape doesn't have the same number of elements as the current tensor. "
+    "Current shape: [2, 3], target shape: [4, 2]. \n"
+)
+FLEX_MODULE = "crates/burn-flex/src/ops/module.rs"
 FLEX_MESSAGE = "deform_conv2d_backward: unsupported dtype I32"
+
+
+@pytest.mark.parametrize(
+    ("location", "message", "line"),
+    [
+        # burn-tensor 0.17.0 has the check at line 159; the record's own line (the newest release's) is 156.
+        (f"{REGISTRY}/burn-tensor-0.17.0/src/tensor/api/check.rs:1448:17", RESHAPE_BLOCK, 159),
+        # The demo paste: burn-autodiff 0.19.0 raises it at 1333; the analysed record was read at 1498.
+        (
+            f"{REGISTRY}/burn-autodiff-0.19.0/src/ops/module.rs:1333:9",
+            "Can't differentiate avg pool 2d backward.",
+            1333,
+        ),
+        # A checkout of a harvested commit (2c06be3 has it at 241; the analysed record says 243).
+        (f"{CHECKOUT}/2c06be3/{FLEX_MODULE}:243:22", FLEX_MESSAGE, 241),
+        # A checkout of no harvested commit, at the line every harvested release has.
+        (f"{CHECKOUT}/d16f7ba/{FLEX_MODULE}:241:22", FLEX_MESSAGE, 241),
+    ],
+    ids=["tensor-check-0.17.0", "demo-0.19.0", "checkout-2c06be3", "checkout-d16f7ba"],
+)
+def test_a_card_names_one_line_in_where_source_and_link(
+    service: PanicLookup, location: str, message: str, line: int
+) -> None:
+    result = service.lookup(paste(location, message))
+    card = service.card(result)
+    site = service.site(result)
+    assert card is not None and site is not None
+    assert site.line == line
+    assert re.search(rf"\.rs:{line}\b", card.where), card.where
+    assert card.source_label.endswith(f".rs:{line}"), card.source_label
+    assert card.source_url.endswith(f".rs#L{line}"), card.source_url
+    # The release "Where" names is the one the link is at.
+    assert site.version is not None and site.version in card.where
 
 
 def test_a_catch_all_arm_fires_when_its_scrutinee_is_none_of_the_arms_before(service: PanicLookup) -> None:
