@@ -9,10 +9,14 @@ from dataclasses import dataclass
 from bot.matcher import Match
 from bot.records import Record
 from bot.redact import redact
+from bot.rust_messages import headline
 
 # The echoes listed on a card: how many, and how much of each first line.
 MAX_CONSEQUENCES = 5
 MAX_CONSEQUENCE_CHARS = 200
+# The pasted lines of values under a banner message's title (a tensor check's shapes): how many, how long.
+MAX_DETAILS = 8
+MAX_DETAIL_CHARS = 300
 NO_ANALYSIS = "No analysis yet for this error: the source link shows where it is raised."
 UNDER_REVIEW = (
     "The analysis of this record is under review (it seems to describe another error), so it is not shown: "
@@ -50,6 +54,9 @@ class Card:
     """First lines (redacted) of the paste's other panics that follow from this one (echoes, not causes)."""
     panics_doc: str = ""
     """The `# Panics` section of the doc of the function that raises it, when it has one (its own words)."""
+    details: tuple[str, ...] = ()
+    """What a pasted message opened by a banner says under its title, as printed (redacted): a tensor
+    check's values (`Current shape: [2, 3], target shape: [4, 2].`) and its other reasons."""
 
     @property
     def summary(self) -> str:
@@ -76,6 +83,17 @@ def anchored(url: str, line: int | None) -> str:
     return _LINE_ANCHOR.sub(f"#L{line}", url) if url and line else url
 
 
+def _title_and_details(pasted: str, catalog_message: str) -> tuple[str, tuple[str, ...]]:
+    """The card's title and the pasted lines of values: a message opened by a banner (a tensor check)
+    reads as the line that explains it (`Reshape: the given shape doesn't ...`); any other, its first line.
+    The pasted text goes back into a channel: no token or home-directory name may ride along."""
+    found = headline(pasted, catalog_message)
+    if found is None:
+        return redact(pasted.splitlines()[0].strip()), ()
+    details = tuple(redact(detail)[:MAX_DETAIL_CHARS] for detail in found.details[:MAX_DETAILS])
+    return redact(found.title), details
+
+
 def build_card(
     match: Match,
     pasted_message: str | None = None,
@@ -90,7 +108,8 @@ def build_card(
     panics_doc: str = "",
     source: str = "",
 ) -> Card:
-    """The card for a match. The title is the message as pasted (first line), else the catalogued one.
+    """The card for a match. The title is the message as pasted (its first line; for a message opened by
+    a banner, the line that explains it, the values under it as `details`), else the catalogued one.
     `source_url` and `source` (`file:line`) name the site the card is about (its line in the pasted
     release); by default the record's own, its link anchored at its line.
 
@@ -98,8 +117,10 @@ def build_card(
     cause presented with confidence is worse than none."""
     record = match.record
     title_source = (pasted_message or "").strip() or record.errorMessage
-    # The pasted line goes back into a channel: no token or home-directory name may ride along.
-    title = redact(title_source.splitlines()[0].strip()) if title_source.strip() else record.errorMessage
+    title = record.errorMessage
+    details: tuple[str, ...] = ()
+    if title_source.strip():
+        title, details = _title_and_details(title_source, record.errorMessage)
     show_analysis = record.has_analysis and not under_review
     if under_review:
         cause = UNDER_REVIEW
@@ -133,6 +154,7 @@ def build_card(
             if text.strip()
         )[:MAX_CONSEQUENCES],
         panics_doc=panics_doc,
+        details=details,
     )
 
 
@@ -158,6 +180,10 @@ def fenced(code: str, language: str) -> list[str]:
 def markdown_lines(card: Card, style: MarkdownStyle) -> list[str]:
     """The card's sections, each only when known, in the order every markdown rendering shows them."""
     lines = [style.title(card.title), ""]
+    if len(card.details) == 1:
+        lines += [f"**Details:** {style.code(card.details[0])}", ""]
+    elif card.details:
+        lines += ["**Details:**", *[f"- {style.code(text)}" for text in card.details], ""]
     for label, text in (("Where", card.where), ("Release", card.release_note)):
         if text:
             lines += [f"**{label}:** {style.prose(text)}", ""]

@@ -32,6 +32,11 @@ def card_renderable(card: Card) -> RenderableType:
     def section(label: str, body: str) -> None:
         parts.append(Text.assemble("\n", (label, "bold cyan"), " ", body))
 
+    if len(card.details) == 1:
+        section("Details:", card.details[0])
+    elif card.details:
+        parts.append(Text("\nDetails:", style="bold cyan"))
+        parts.extend(Text(f" - {text}") for text in card.details)
     if card.where:
         section("Where:", card.where)
     if card.release_note:

@@ -48,6 +48,9 @@ FIRES_WHEN_MAX = 300
 PANICS_DOC_MAX = 300
 CONSEQUENCE_MAX = 300
 CONSEQUENCES_NAME = "Also in this paste, following from this panic"
+# The pasted values under a banner message's title (a tensor check's shapes), first of the facts.
+DETAILS_MAX = 500
+DETAILS_LABEL = "**Details:**"
 
 ELLIPSIS = "…"
 FENCE = "```"
@@ -410,8 +413,14 @@ def shown_where(card: Card) -> str:
 
 
 def _facts(card: Card) -> str:
-    """Where the panic is raised, what the releases say and the condition that fires it, a line each."""
+    """The pasted values, where the panic is raised, what the releases say and the condition that fires
+    it, a line each (several values: a list)."""
     lines = []
+    details = [item for item in card.details if one_line(item)]
+    if len(details) == 1:
+        lines.append(f"{DETAILS_LABEL} " + _code_span(details[0], min(DETAILS_MAX, CONSEQUENCE_MAX)))
+    elif details:
+        lines += [DETAILS_LABEL, _code_list_value(details, DETAILS_MAX)]
     if where := shown_where(card):
         lines.append("**Where:** " + _with_code(where, WHERE_MAX))
     if release := one_line(card.release_note):

@@ -57,6 +57,9 @@ FIRES_WHEN_MAX = 300
 PANICS_DOC_MAX = 300
 CONSEQUENCE_MAX = 300
 CONSEQUENCES_LABEL = "*Also in this paste, following from this panic*"
+# The pasted values under a banner message's title (a tensor check's shapes), first of the facts.
+DETAILS_MAX = 900
+DETAILS_LABEL = "*Details:*"
 
 ELLIPSIS = "…"
 FENCE = "```"
@@ -220,14 +223,30 @@ def shown_where(card: Card) -> str:
     return where
 
 
+def _details_text(card: Card, limit: int) -> str:
+    """The pasted values within `limit` characters: one as inline code after the label, several as a list
+    of inline code (then how many were left out); "" when there are none or no room."""
+    items = [item for item in card.details if _one_line(item)]
+    if not items or limit <= len(DETAILS_LABEL) + 3:
+        return ""
+    if len(items) == 1:
+        return f"{DETAILS_LABEL} " + _inline_code(
+            items[0], min(limit - len(DETAILS_LABEL) - 1, CONSEQUENCE_MAX)
+        )
+    return _code_list(DETAILS_LABEL, items, limit)
+
+
 def _fact_limits(card: Card) -> dict[str, int]:
     """The starting room of each site fact: its whole (escaped) text up to its cap, 0 when there is none."""
+    details = _details_text(card, SECTION_MAX)
     where = escape_mrkdwn(shown_where(card))
     release = escape_mrkdwn(_one_line(card.release_note))
     fires = _inline_code(card.fires_when, FIRES_WHEN_MAX) if _one_line(card.fires_when) else ""
     consequences = [item for item in card.consequences if _one_line(item)]
     listed = _code_list(CONSEQUENCES_LABEL, consequences, SECTION_MAX) if consequences else ""
     return {
+        # A list keeps room for its "…and N more" line: with that room, all of it is shown.
+        "details": min(len(details) + 20, DETAILS_MAX) if details else 0,
         "where": min(len(where), WHERE_MAX),
         "release": min(len(release), RELEASE_NOTE_MAX),
         "fires": len(fires),
@@ -238,8 +257,11 @@ def _fact_limits(card: Card) -> dict[str, int]:
 
 
 def _facts_text(card: Card, limits: dict[str, int]) -> str:
-    """Where the panic is raised, what the releases say and the condition that fires it, a line each."""
+    """The pasted values, where the panic is raised, what the releases say and the condition that fires
+    it, a line each."""
     lines = []
+    if limits["details"] and (details := _details_text(card, limits["details"])):
+        lines.append(details)
     if limits["where"]:
         where = escape_mrkdwn(shown_where(card))
         if len(where) > limits["where"]:
@@ -373,7 +395,7 @@ class _Plan:
             return True
         # Asked for the whole fix, the reader gives up the prose first, and the site facts (where, release,
         # condition: often the whole answer) only after the fix. Largest first, short facts go last anyway.
-        facts = ["where", "release", "fires", "panics"]
+        facts = ["details", "where", "release", "fires", "panics"]
         order = ["cause", "when", "context", "consequences"]
         order += [] if full_fix else ["fix", *facts]
         candidates = [name for name in order if self.limits[name] > self._floor(name)]

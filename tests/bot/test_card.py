@@ -8,9 +8,10 @@ import re
 
 import pytest
 
-from bot.card import NO_ANALYSIS, Card, render_markdown
+from bot.card import MAX_DETAIL_CHARS, MAX_DETAILS, NO_ANALYSIS, Card, build_card, render_markdown
 from bot.lookup import PanicLookup
-from bot.records import parse_catalog_text
+from bot.matcher import Match
+from bot.records import Record, parse_catalog_text
 from tests.support.catalogs import seeds_catalog
 
 AVG_POOL_ID = "8d1d2fa6df3880bd"
@@ -328,6 +329,61 @@ def test_a_record_whose_analysis_describes_another_error_is_under_review() -> No
     assert "crates/burn-autodiff/src/ops/module.rs:915" in text
     healthy = service.card_for_record("8d1d2fa6df3880bd", 0.9)
     assert healthy is not None and healthy.has_analysis and not healthy.under_review
+
+
+# --- a message opened by a banner ---------------------------------------------------------------------------
+
+RESHAPE_MESSAGE = (
+    "The given shape doesn't have the same number of elements as the current tensor. "
+    "Current shape: {:?}, target shape: {:?}."
+)
+RESHAPE_BLOCK = (
+    "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n"
+    "    1. The given shape doesn't have the same number of elements as the current tensor. "
+    "Current shape: [2, 3], target shape: [4, 2]. \n"
+)
+
+
+def reshape_match() -> Match:
+    record = Record(
+        id="reshape",
+        errorMessage=RESHAPE_MESSAGE,
+        filePath="crates/burn-tensor/src/tensor/api/check.rs",
+        lineNumber=156,
+        githubUrl="https://github.com/tracel-ai/burn/blob/v0.19.0/crates/burn-tensor/src/tensor/api/check.rs#L156",
+    )
+    return Match(record, 90.0, 0.99, (), 0, True, 0)
+
+
+def test_a_tensor_check_is_titled_by_its_operation_and_reason_and_shows_the_pasted_values() -> None:
+    card = build_card(reshape_match(), RESHAPE_BLOCK)
+    assert (
+        card.title
+        == "Reshape: the given shape doesn't have the same number of elements as the current tensor"
+    )
+    assert card.details == ("Current shape: [2, 3], target shape: [4, 2].",)
+    text = render_markdown(card)
+    assert text.startswith(
+        f"**{card.title}**\n\n**Details:** `Current shape: [2, 3], target shape: [4, 2].`\n"
+    )
+    assert "=== Tensor Operation Error ===" not in text
+
+
+def test_details_are_redacted_bounded_and_listed_when_several() -> None:
+    secret = "ghp_" + "a" * 36
+    block = "=== Report ===\nfirst line\n" + "".join(f"value {n}: token {secret}\n" for n in range(40))
+    card = build_card(reshape_match(), block)
+    assert card.title == "Report: first line"
+    assert 1 <= len(card.details) <= MAX_DETAILS
+    assert all(secret not in detail and len(detail) <= MAX_DETAIL_CHARS for detail in card.details)
+    text = render_markdown(card)
+    assert "**Details:**\n- `value 0: token " in text
+
+
+def test_a_message_without_a_banner_keeps_its_first_line_as_title_and_has_no_details() -> None:
+    card = build_card(reshape_match(), "Current shape: [2, 3]\nmore text")
+    assert (card.title, card.details) == ("Current shape: [2, 3]", ())
+    assert "Details" not in render_markdown(card)
 
 
 def test_the_link_of_a_card_without_a_site_points_at_the_line_it_names(avg_pool_card: Card) -> None:

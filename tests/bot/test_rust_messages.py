@@ -8,7 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.rust_messages import (
+    Headline,
     escape_literal,
+    headline,
     message_variants,
     pattern_from_message,
     pattern_segments,
@@ -118,3 +120,84 @@ def test_segment_tokens_agree_with_the_reference(segments: list[str]) -> None:
 @given(st.lists(st.text(max_size=8), min_size=1, max_size=4))
 def test_specificity_counts_every_character_but_whitespace(segments: list[str]) -> None:
     assert specificity(segments) == sum(len("".join(segment.split())) for segment in segments)
+
+
+# ---- the line that explains a message opened by a banner ---------------------------------------------------
+
+RESHAPE = (
+    "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n"
+    "    1. The given shape doesn't have the same number of elements as the current tensor. "
+    "Current shape: [2, 3], target shape: [4, 2]. \n"
+)
+
+
+def test_a_tensor_check_reads_as_its_operation_and_reason_with_the_pasted_values() -> None:
+    assert headline(RESHAPE) == Headline(
+        "Reshape: the given shape doesn't have the same number of elements as the current tensor",
+        ("Current shape: [2, 3], target shape: [4, 2].",),
+    )
+
+
+def test_a_one_sentence_reason_is_the_whole_title_values_included() -> None:
+    reason = "narrow at dimension 3, start exceeds the size of the tensor along this dimension (Size=2)"
+    block = f"=== Tensor Operation Error ===\n  Operation: 'Narrow'\n  Reason:\n    1. Can't {reason} \n"
+    assert headline(block) == Headline(f"Narrow: can't {reason}", ())
+    # A first word that is a name keeps its capitals; "no. of" ends no sentence.
+    block = (
+        "=== Tensor Operation Error ===\n  Operation: 'Cast'\n  Reason:\n"
+        "    1. DType F16 is not supported here. Got no. of channels: 3. \n"
+    )
+    assert headline(block) == Headline("Cast: DType F16 is not supported here", ("Got no. of channels: 3.",))
+
+
+def test_of_several_reasons_the_catalogued_one_is_the_title_and_the_others_are_listed() -> None:
+    block = (
+        "=== Tensor Operation Error ===\n  Operation: 'Matmul'\n  Reason:\n"
+        "    1. The provided tensors are not on the same device. Lhs tensor device Cpu, rhs tensor device "
+        "Cuda(0). \n"
+        "    2. The inner dimension of matmul should be the same, but got 3 and 4. Lhs shape [2, 3], rhs "
+        "shape [4, 5]. \n"
+    )
+    second = (
+        "The inner dimension of matmul should be the same, but got {} and {}. Lhs shape {:?}, rhs shape {:?}."
+    )
+    assert headline(block, second) == Headline(
+        "Matmul: the inner dimension of matmul should be the same, but got 3 and 4",
+        (
+            "Lhs shape [2, 3], rhs shape [4, 5].",
+            "1. The provided tensors are not on the same device. Lhs tensor device Cpu, rhs tensor device "
+            "Cuda(0).",
+        ),
+    )
+    assert headline(block).title.startswith("Matmul: the provided tensors are not on the same device")
+
+
+def test_any_other_banner_gives_way_to_the_lines_under_it() -> None:
+    report = (
+        "\n==== Fusion Memory Report ====\n - Handles: 3\n - Streams: 1\n"
+        "  - 0 => operations: 2 cursor: 4\n==============================\n"
+    )
+    assert headline(report) == Headline(
+        "Fusion Memory Report: Handles: 3", ("Streams: 1", "0 => operations: 2 cursor: 4")
+    )
+    assert headline("------\nsomething broke\nat step 3") == Headline("something broke", ("at step 3",))
+    assert headline("=== PANIC ===") == Headline("PANIC", ())
+
+
+def test_a_message_without_a_banner_has_no_headline() -> None:
+    for message in (
+        "Can't differentiate avg pool 2d backward.",
+        "assertion `left == right` failed\n  left: 1\n right: 2",
+        "- Handles: 3\n- Streams: 1",
+        "a -> b\n=== later ===",
+        "",
+    ):
+        assert headline(message) is None
+
+
+@given(st.text())
+def test_headline_never_raises_and_keeps_to_one_line_titles(text: str) -> None:
+    found = headline(text)
+    if found is not None:
+        assert found.title and "\n" not in found.title
+        assert all(detail and "\n" not in detail for detail in found.details)

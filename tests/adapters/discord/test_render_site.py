@@ -46,6 +46,16 @@ FUSION_PASTE = (
     "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
 )
 CONSEQUENCES = "Also in this paste, following from this panic"
+RESHAPE_PASTE = (
+    "thread 'main' panicked at /home/ana/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
+    "burn-tensor-0.19.0/src/tensor/api/check.rs:1495:17:\n"
+    "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n"
+    "    1. The given shape doesn't have the same number of elements as the current tensor. "
+    "Current shape: [2, 3], target shape: [4, 2]. \n\n"
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+)
+RESHAPE_TITLE = "Reshape: the given shape doesn't have the same number of elements as the current tensor"
+RESHAPE_VALUES = "Current shape: [2, 3], target shape: [4, 2]."
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +237,7 @@ def maximal(card: Card, char: str = "x") -> Card:
         fires_when=f"{'<' * 4_000} != `{char * 4_000}`",
         panics_doc=f"If the shapes *differ* @everyone {char * 5_000}",
         consequences=tuple(f"echo {n} @everyone " + char * 5_000 for n in range(40)),
+        details=tuple(f"value {n} @everyone " + char * 400 for n in range(20)),
     )
 
 
@@ -338,3 +349,38 @@ def test_the_panics_doc_opens_the_description_escaped_and_cut(avg_pool: Card) ->
     assert units(line) <= len("**Its docs say it panics:** ") + render.PANICS_DOC_MAX
     empty = dataclasses.replace(card, panics_doc="")
     assert "Its docs say" not in (embed(card_message(empty, ephemeral=False)).get("description") or "")
+
+
+# -- a message opened by a banner ---------------------------------------------------------------------
+
+
+def test_a_tensor_check_is_titled_by_its_reason_and_shows_the_pasted_values() -> None:
+    service = PanicLookup(default_catalog())
+    card = service.card(service.lookup(RESHAPE_PASTE))
+    assert card is not None
+    shown = embed(card_message(card, severity="error", ephemeral=True))
+    assert shown["title"] == RESHAPE_TITLE
+    assert shown["description"].startswith(
+        f"**Details:** `{RESHAPE_VALUES}`\n**Where:** burn-tensor 0.19.0, check.rs:156 in "
+    )
+
+
+def test_several_details_are_listed_as_code_defused_and_first(sited: Card) -> None:
+    card = dataclasses.replace(sited, details=(HOSTILE, "Streams: 1"))
+    for message in variants(card):
+        description = embed(message)["description"]
+        lines = description.split("\n")
+        assert lines[0] == "**Details:**"
+        assert (
+            lines[1].startswith("• `") and lines[1].endswith("`") and "<@123456789012345678>" not in lines[1]
+        )
+        assert lines[2] == "• `Streams: 1`"
+        assert lines[3].startswith("**Where:** ")
+    cards = [
+        dataclasses.replace(maximal(sited, char), has_analysis=has) for char in "x*" for has in (True, False)
+    ]
+    for each in cards:
+        for message in variants(each):
+            description = embed(message)["description"]
+            listed = description.split("**Where:**", 1)[0]
+            assert units(listed) <= len("**Details:**\n") + render.DETAILS_MAX + 2

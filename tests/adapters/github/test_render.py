@@ -14,6 +14,7 @@ from adapters.github.render import (
     read_marker,
 )
 from bot import Card, PanicLookup
+from bot.records import default_catalog
 from tests.support.catalogs import seeds_catalog
 
 PASTE = (
@@ -91,3 +92,33 @@ def test_no_known_record_quotes_the_paste_redacted_and_lists_nearby_records() ->
     body = no_match_comment(result, paste)
     assert "No known record" in body
     assert "ghp_abcdefghijklmnopqrstuvwxyz" not in body and "@octocat" not in body
+
+
+RESHAPE_PASTE = (
+    "thread 'main' panicked at /home/ana/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
+    "burn-tensor-0.19.0/src/tensor/api/check.rs:1495:17:\n"
+    "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n"
+    "    1. The given shape doesn't have the same number of elements as the current tensor. "
+    "Current shape: [2, 3], target shape: [4, 2]. \n\n"
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+)
+
+
+def test_a_tensor_check_is_titled_by_its_reason_and_shows_the_pasted_values() -> None:
+    service = PanicLookup(default_catalog())
+    card = service.card(service.lookup(RESHAPE_PASTE))
+    assert card is not None
+    body = card_comment(card, Marker(card.record_id, "issue", "ab12"))
+    title = "### Reshape: the given shape doesn't have the same number of elements as the current tensor\n"
+    assert body.startswith(title + "\n**Details:** `Current shape: [2, 3], target shape: [4, 2].`\n")
+    assert "check.rs:156" in body and "check.rs#L156" in body
+
+
+def test_pasted_details_stay_code_and_within_the_comment() -> None:
+    card = replace(
+        avg_pool_card(),
+        details=("@octocat ```` <b>x</b> #12", *(f"value {n} " + "x" * 5_000 for n in range(8))),
+    )
+    body = card_comment(card, Marker(card.record_id, "issue"))
+    assert len(body) <= MAX_COMMENT_CHARS
+    assert "**Details:**\n- `````@octocat ```` <b>x</b> #12`````\n" in body

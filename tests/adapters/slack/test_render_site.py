@@ -44,6 +44,16 @@ FUSION_PASTE = (
     "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
 )
 CONSEQUENCES = "*Also in this paste, following from this panic*"
+RESHAPE_PASTE = (
+    "thread 'main' panicked at /home/ana/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
+    "burn-tensor-0.19.0/src/tensor/api/check.rs:1495:17:\n"
+    "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n"
+    "    1. The given shape doesn't have the same number of elements as the current tensor. "
+    "Current shape: [2, 3], target shape: [4, 2]. \n\n"
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+)
+RESHAPE_TITLE = "Reshape: the given shape doesn't have the same number of elements as the current tensor"
+RESHAPE_VALUES = "Current shape: [2, 3], target shape: [4, 2]."
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +74,9 @@ def sited(avg_pool: Card) -> Card:
 def facts(message: SlackMessage) -> str:
     """The section of site facts under the title, or "" when there is none."""
     found = [
-        text for text in sections(message) if text.startswith(("*Where:*", "*Release:*", "*Fires when:*"))
+        text
+        for text in sections(message)
+        if text.startswith(("*Details:*", "*Where:*", "*Release:*", "*Fires when:*"))
     ]
     assert len(found) <= 1
     return found[0] if found else ""
@@ -219,6 +231,7 @@ def maximal(card: Card, char: str = "x") -> Card:
         fires_when=f"{'<' * 4_000} != `{char * 4_000}`",
         panics_doc=f"If the shapes <differ> & {char * 5_000}",
         consequences=tuple(f"echo {n} <@U{n}> " + char * 5_000 for n in range(40)),
+        details=tuple(f"value {n} <@U{n}> " + char * 400 for n in range(20)),
     )
 
 
@@ -239,6 +252,7 @@ def test_every_field_at_its_maximum_stays_valid(avg_pool: Card, char: str) -> No
                 caps = (
                     render.WHERE_MAX + render.RELEASE_NOTE_MAX + render.FIRES_WHEN_MAX + render.PANICS_DOC_MAX
                 )
+                caps += render.DETAILS_MAX
                 assert len(shown) <= caps + 80
             listed = consequences(message)
             if listed:
@@ -265,7 +279,7 @@ def test_long_facts_are_cut_with_an_ellipsis_and_closed_code(sited: Card) -> Non
 
 def test_a_tight_message_gives_up_the_prose_before_the_facts(avg_pool: Card) -> None:
     card = dataclasses.replace(
-        maximal(avg_pool), where=WHERE, release_note=RELEASE, fires_when=FIRES, panics_doc=""
+        maximal(avg_pool), where=WHERE, release_note=RELEASE, fires_when=FIRES, panics_doc="", details=()
     )
     message = card_message(card, ephemeral=True, record_id="r")
     assert_slack_accepts(message)
@@ -362,3 +376,29 @@ def test_the_panics_doc_is_a_fact_line_escaped_and_cut(avg_pool: Card) -> None:
     assert line.endswith("…")
     empty = dataclasses.replace(card, panics_doc=" ")
     assert "Its docs say" not in facts(card_message(empty, ephemeral=False, record_id="r"))
+
+
+# -- a message opened by a banner ---------------------------------------------------------------------
+
+
+def test_a_tensor_check_is_headed_by_its_reason_and_shows_the_pasted_values() -> None:
+    service = PanicLookup(default_catalog())
+    card = service.card(service.lookup(RESHAPE_PASTE))
+    assert card is not None
+    message = card_message(card, ephemeral=True, record_id=card.record_id)
+    assert_slack_accepts(message)
+    assert message.blocks[0]["text"]["text"] == RESHAPE_TITLE
+    assert facts(message).startswith(
+        f"*Details:* `{RESHAPE_VALUES}`\n*Where:* burn-tensor 0.19.0, check.rs:156 in "
+    )
+    assert message.text.startswith(RESHAPE_TITLE)
+
+
+def test_several_details_are_listed_as_code_escaped_and_first(sited: Card) -> None:
+    card = dataclasses.replace(sited, details=(HOSTILE, "Streams: 1"))
+    for message in all_variants(card):
+        assert_slack_accepts(message)
+        escaped = "&lt;@U123&gt; @everyone *bold* _it_ ~no~ ʼtickʼ &lt;!here&gt; &amp; a &gt; b"
+        assert facts(message).startswith(f"*Details:*\n• `{escaped}`\n• `Streams: 1`\n*Where:* ")
+    empty = dataclasses.replace(sited, details=(" ",))
+    assert facts(card_message(empty, ephemeral=True, record_id="r")).startswith("*Where:* ")
