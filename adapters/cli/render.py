@@ -74,10 +74,17 @@ def print_result(service: PanicLookup, result: LookupResult, console: Console) -
         panic = result.panics[0]
         where = f" at {panic.location}" if panic.location else ""
         console.print(f"[bold yellow]No known record[/] for this panic{where}.", markup=True)
+        # What the JSON's site says of the release (not in the catalog, no release named): the card's
+        # "Release" line when there is a card.
+        site = service.site(result)
+        if site is not None and site.note:
+            console.print(site.note, markup=False, highlight=False)
     else:
         title = "Best match" + (" (would auto-reply)" if result.auto_reply else "")
         console.print(Panel(card_renderable(card), title=title, title_align="left"))
     others = [m for m in result.matches if card is None or m.record.id != card.record_id]
+    # Best first: the lookup's order puts the answer's contenders first, not the table's readers.
+    others.sort(key=lambda match: match.confidence, reverse=True)
     if others:
         table = Table(title="Nearby records" if card is None else "Alternatives", title_justify="left")
         table.add_column("confidence", justify="right")

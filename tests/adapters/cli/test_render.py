@@ -1,9 +1,10 @@
-"""The terminal's card (`panicbot lookup` without --json), on the embedded catalog: what a paste from a
-tensor check shows."""
+"""The terminal's card and table (`panicbot lookup` without --json), on the embedded catalog: what a paste
+from a tensor check shows, the note of a release the catalog lacks, the alternatives best first."""
 
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -43,3 +44,26 @@ def test_a_tensor_check_shows_its_reason_as_title_and_the_pasted_values(service:
     title = text.splitlines()[1].strip("│ ")
     assert title == "Reshape: the given shape doesn't have the same number of elements as the current tensor"
     assert "Details: Current shape: [2, 3], target shape: [4, 2]." in text
+
+
+def test_a_release_the_catalog_lacks_is_said_when_no_record_is_known(service: PanicLookup) -> None:
+    # A message no harvested release words this way: no record, but the paste names its release.
+    reworded = RESHAPE_BLOCK.replace("target shape", "new shape")
+    old = paste(f"{REGISTRY}/burn-tensor-0.8.0/src/tensor/api/check.rs:643:13", reworded)
+    result = service.lookup(old)
+    assert service.card(result) is None
+    text = shown(service, old)
+    assert "No known record" in text
+    assert "burn-tensor 0.8.0 is not in the catalog" in " ".join(text.split())
+
+
+def test_the_alternatives_are_listed_best_first(service: PanicLookup) -> None:
+    text = paste(f"{REGISTRY}/burn-ndarray-0.20.0-pre.2/src/tensor.rs:66:18", "Unsupported dtype: F32")
+    result = service.lookup(text)
+    card = service.card(result)
+    others = [m.confidence for m in result.matches if card is None or m.record.id != card.record_id]
+    assert others != sorted(others, reverse=True)  # what the lookup ranks is not by confidence alone
+    table = shown(service, text).split("Alternatives", 1)[1]
+    percents = [int(n) for n in re.findall(r"│\s+(\d+)%\s+│", table)]
+    assert len(percents) == len(others)
+    assert percents == sorted(percents, reverse=True)
