@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adapters.cli.batch import json_line  # noqa: E402
-from bot.lookup import PanicLookup, result_json  # noqa: E402
+from bot.lookup import PanicLookup  # noqa: E402
 from bot.records import default_catalog  # noqa: E402
 from tests.support.pastes import all_cases, shared_data_dir  # noqa: E402
 
@@ -30,12 +30,12 @@ def main() -> None:
     clock = time.perf_counter
     best: dict[str, float] = {}
     for _ in range(3):
-        spent = dict.fromkeys(("lookup", "result_json + site", "json.dumps", "orjson json_line"), 0.0)
+        spent = dict.fromkeys(("lookup", "answer_json (site + card)", "json.dumps", "orjson json_line"), 0.0)
         for number, text in enumerate(cases):
             a = clock()
             result = service.lookup(text)
             b = clock()
-            reply = {"id": number, **result_json(result, service.site(result))}
+            reply = {"id": number, **service.answer_json(result)}
             c = clock()
             json.dumps(reply, ensure_ascii=False)
             d = clock()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from bot.families import FAMILY_NOTE, FamilyAnalysis
 from bot.matcher import Match
 from bot.records import Record
 from bot.redact import redact
@@ -57,6 +59,10 @@ class Card:
     details: tuple[str, ...] = ()
     """What a pasted message opened by a banner says under its title, as printed (redacted): a tensor
     check's values (`Current shape: [2, 3], target shape: [4, 2].`) and its other reasons."""
+    analysis: str = "none"
+    """Whose analysis the card shows: "record" (written for it), "family:NAME" (its kind's) or "none"."""
+    analysis_note: str = ""
+    """Said under a family's text: "General advice for panics of this kind (ONNX model import)"."""
 
     @property
     def summary(self) -> str:
@@ -67,6 +73,17 @@ class Card:
 
 def _join_nonempty(*parts: str | None) -> str:
     return " ".join(part.strip() for part in parts if part and part.strip())
+
+
+_ONE_FENCE = re.compile(r"\A```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)\n?```[ \t]*\Z", re.DOTALL)
+
+
+def unfenced(example: str) -> tuple[str, str]:
+    """An example written as one fenced block (```sh ... ```) -> its code and language; else Rust as is."""
+    found = _ONE_FENCE.match(example.strip())
+    if found is None or "```" in found.group(2):
+        return example, "rust"
+    return found.group(2), found.group(1).lower() or "rust"
 
 
 def source_label(record: Record) -> str:
@@ -106,6 +123,8 @@ def build_card(
     source_url: str = "",
     consequences: tuple[str, ...] = (),
     panics_doc: str = "",
+    family: FamilyAnalysis | None = None,
+    first_solution: str = "",
     source: str = "",
 ) -> Card:
     """The card for a match. The title is the message as pasted (its first line; for a message opened by
@@ -114,7 +133,8 @@ def build_card(
     release); by default the record's own, its link anchored at its line.
 
     `under_review` (the analysis seems to describe another error) keeps the analysis off the card: a wrong
-    cause presented with confidence is worse than none."""
+    cause presented with confidence is worse than none. `family` (the analysis of the record's kind) fills a
+    card whose record has no analysis of its own, and says so in `analysis_note`."""
     record = match.record
     title_source = (pasted_message or "").strip() or record.errorMessage
     title = record.errorMessage
@@ -122,27 +142,47 @@ def build_card(
     if title_source.strip():
         title, details = _title_and_details(title_source, record.errorMessage)
     show_analysis = record.has_analysis and not under_review
+    # A family's text stands in only where nothing was written for the record (nor is under review).
+    kind = family if family is not None and not record.has_analysis else None
     if under_review:
         cause = UNDER_REVIEW
     elif record.has_analysis:
         cause = (record.documentation or "").strip()
+    elif kind is not None:
+        cause = kind.documentation
     else:
         cause = NO_ANALYSIS
+    if kind is not None:
+        when = _join_nonempty(kind.triggerScenarios, kind.commonSituations)
+        solutions, example, tips = kind.solutions, kind.exampleFix.strip("\n"), kind.preventionTips
+        tags = tuple(dict.fromkeys((*record.tags, *kind.tags)))
+    elif show_analysis:
+        when = _join_nonempty(record.triggerScenarios, record.commonSituations)
+        solutions = tuple(s.strip() for s in record.solutions if s.strip())
+        example = (record.exampleFix or "").strip("\n")
+        tips = tuple(t.strip() for t in record.preventionTips if t.strip())
+        tags = tuple(record.tags)
+    else:
+        when, solutions, example, tips = "", (), "", ()
+        tags = () if under_review else tuple(record.tags)
+    if first_solution and (show_analysis or kind is not None):
+        solutions = (first_solution, *solutions)  # the release that no longer raises it, from history
+    example, language = unfenced(example)
     return Card(
         record_id=record.id,
         title=title,
         cause=cause,
-        when=_join_nonempty(record.triggerScenarios, record.commonSituations) if show_analysis else "",
-        solutions=tuple(s.strip() for s in record.solutions if s.strip()) if show_analysis else (),
-        example_fix=(record.exampleFix or "").strip("\n") if show_analysis else "",
-        example_fix_language="rust",
-        prevention_tips=tuple(t.strip() for t in record.preventionTips if t.strip()) if show_analysis else (),
+        when=when,
+        solutions=solutions,
+        example_fix=example,
+        example_fix_language=language,
+        prevention_tips=tips,
         source_url=source_url or anchored(record.githubUrl or "", record.lineNumber),
         source_label=source or source_label(record),
-        tags=() if under_review else tuple(record.tags),
+        tags=tags,
         dataset_version=dataset_version or "",
         confidence=match.confidence,
-        has_analysis=show_analysis,
+        has_analysis=show_analysis or kind is not None,
         catalog_message=record.errorMessage,
         under_review=under_review,
         where=where,
@@ -155,6 +195,8 @@ def build_card(
         )[:MAX_CONSEQUENCES],
         panics_doc=panics_doc,
         details=details,
+        analysis="record" if show_analysis else f"family:{kind.family}" if kind is not None else "none",
+        analysis_note=f"{FAMILY_NOTE} ({kind.title})." if kind is not None else "",
     )
 
 
@@ -203,6 +245,8 @@ def markdown_lines(card: Card, style: MarkdownStyle) -> list[str]:
         lines += ["**Example fix:**", *style.fix(card.example_fix, card.example_fix_language), ""]
     if card.prevention_tips:
         lines += ["**Prevention:**", *[f"- {style.prose(tip)}" for tip in card.prevention_tips], ""]
+    if card.analysis_note:
+        lines += [f"_{style.prose(card.analysis_note)}_", ""]
     if card.consequences:
         lines += [
             "**Also in this paste, following from this panic:**",
@@ -223,6 +267,34 @@ def render_markdown(card: Card) -> str:
         context=context_line,
     )
     return "\n".join(markdown_lines(card, style)).strip() + "\n"
+
+
+def card_json(card: Card, site: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The card as data (`lookup --json`'s `card`, `card ID --format json`): what the chat cards show."""
+    return {
+        "record_id": card.record_id,
+        "title": card.title,
+        "details": list(card.details),
+        "analysis": card.analysis,
+        "analysis_note": card.analysis_note or None,
+        "documentation": card.cause if card.has_analysis else None,
+        "note": None if card.has_analysis else card.cause,
+        "when": card.when or None,
+        "solutions": list(card.solutions),
+        "exampleFix": card.example_fix or None,
+        "exampleFixLanguage": card.example_fix_language if card.example_fix else None,
+        "preventionTips": list(card.prevention_tips),
+        "tags": list(card.tags),
+        "where": card.where or None,
+        "fires_when": card.fires_when or None,
+        "release_note": card.release_note or None,
+        "panics_doc": card.panics_doc or None,
+        "consequences": list(card.consequences),
+        "source": {"label": card.source_label or None, "url": card.source_url or None},
+        "site": site,
+        "dataset_version": card.dataset_version or None,
+        "confidence": card.confidence,
+    }
 
 
 def context_line(card: Card) -> str:

@@ -74,16 +74,19 @@ class Family:
     tags: tuple[str, ...] = ()
 
     def match(self, record: Record) -> dict[str, str] | None:
+        # The rules first: most records meet none of them, and the exclusions need not run then.
+        for rule in self.rules:
+            groups = rule.match(record)
+            if groups is not None:
+                break
+        else:
+            return None
         path = record.filePath or ""
         if any(p.search(path) for p in self.exclude_paths):
             return None
         if any(p.search(record.errorMessage) for p in self.exclude_messages):
             return None
-        for rule in self.rules:
-            groups = rule.match(record)
-            if groups is not None:
-                return groups
-        return None
+        return groups
 
     def placeholders(self) -> set[str]:
         names: set[str] = set()
@@ -144,14 +147,35 @@ def _one_line(message: str, limit: int = 160) -> str:
 class FamilyTable:
     families: list[Family] = field(default_factory=list)
     source: str = ""
+    _by_repo_kind: dict[tuple[str, str], list[Family]] = field(default_factory=dict, repr=False)
+    _cached_for: int = field(default=0, repr=False)
 
     def __bool__(self) -> bool:
         return bool(self.families)
 
+    def _candidates(self, repo: str, kind: str) -> list[Family]:
+        """The families with a rule that a record of this repository and background tag may meet (most
+        rules name either): the others need no pattern run. Kept per (repo, tag) pair."""
+        if self._cached_for != len(self.families):  # families were added since: start again
+            self._by_repo_kind.clear()
+            self._cached_for = len(self.families)
+        key = (repo, kind)
+        found = self._by_repo_kind.get(key)
+        if found is None:
+            found = self._by_repo_kind[key] = [
+                family
+                for family in self.families
+                if any(
+                    (not rule.repos or repo in rule.repos) and (not rule.kinds or kind in rule.kinds)
+                    for rule in family.rules
+                )
+            ]
+        return found
+
     def classify(self, record: Record) -> list[tuple[Family, dict[str, str]]]:
         """Every family whose rules hold for the record, with what their patterns captured."""
         found = []
-        for family in self.families:
+        for family in self._candidates(record.repo or "", record.backgroundTag or ""):
             groups = family.match(record)
             if groups is not None:
                 found.append((family, groups))

@@ -153,9 +153,11 @@ def _link_findings(entry: CatalogEntry) -> Iterable[Finding]:
     record = entry.record
     if record.githubUrl:
         link = _GITHUB_BLOB.match(record.githubUrl)
-        if link is None:
+        if link is None and not record.githubUrl.startswith("https://"):
+            yield _finding(entry, WARNING, "url-shape", "githubUrl is not an https link")
+        elif link is None and record.githubUrl.startswith("https://github.com/"):
             yield _finding(entry, WARNING, "url-shape", "githubUrl is not a GitHub blob link")
-        else:
+        elif link is not None:  # another https link (a std error's documentation) has nothing to compare
             if record.filePath and link.group("path") != record.filePath:
                 yield _finding(
                     entry,

@@ -9,8 +9,9 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from bot.autocomplete import Autocomplete, SuggestFields
-from bot.card import Card, anchored, build_card
+from bot.card import Card, anchored, build_card, card_json
 from bot.extract import Panic
+from bot.families import FamilyAnalysis, default_families
 from bot.harvest import crate_of, github_url
 from bot.lint import analysis_is_suspect
 from bot.matcher import LookupResult, Match, Matcher, Reason
@@ -27,6 +28,7 @@ SITE_CONFIDENCE = 0.7
 CONTENDER_MARGIN = 0.1
 FAR = 1 << 30
 RELEASE_EXTRA_CANDIDATES = 5
+FAMILIES_KEPT = 8_192  # records whose family analysis a lookup keeps made
 # A harvested pattern with fewer literal characters than this (`wgpu error: {err}`) says little of what
 # happened: an analysed record whose whole, more literal pattern matched explains the paste better.
 GENERIC_PATTERN_SPECIFICITY = 12
@@ -57,6 +59,8 @@ class PanicLookup:
         }
         self._positions = {record.id: index for index, record in enumerate(self.matcher.records)}
         self.under_review = frozenset(r.id for r in self.matcher.records if analysis_is_suspect(r))
+        self.families = catalog.families if catalog.families is not None else default_families()
+        self._families_made: dict[str, FamilyAnalysis | None] = {}
         # What autocomplete reads of every record, when stored apart (a prebuilt file): else the records.
         self._suggest_fields: Callable[[], SuggestFields] | None = None
         self._dataset_versions: list[str] | None = None  # made on first use
@@ -81,6 +85,8 @@ class PanicLookup:
         lookup._versions = versions
         lookup._positions = positions
         lookup.under_review = under_review
+        lookup.families = catalog.families if catalog.families is not None else default_families()
+        lookup._families_made = {}
         lookup._suggest_fields = suggest_fields
         lookup._dataset_versions = dataset_versions
         return lookup
@@ -432,19 +438,44 @@ class PanicLookup:
         record = self.matcher.records[position]
         match = Match(record, 0.0, confidence, (), 0, True, position)
         return build_card(
-            match, pasted, self.dataset_version(record_id), under_review=record_id in self.under_review
+            match,
+            pasted,
+            self.dataset_version(record_id),
+            under_review=record_id in self.under_review,
+            family=self.family(record),
         )
+
+    def answer_json(self, result: LookupResult) -> dict[str, Any]:
+        """`result_json` with the answer's site and card (the site worked out once for both)."""
+        site = self.site(result)
+        best = result.best
+        card = self._card(result, best, site) if best is not None else None
+        return result_json(result, site, card)
+
+    def family(self, record: Record) -> FamilyAnalysis | None:
+        """The analysis of the record's family, filled with its facts (None when it has its own). Kept per
+        record (a few thousand at most): a service answers the same panics again and again."""
+        if record.id in self._families_made:
+            return self._families_made[record.id]
+        found = self.families.analysis_in(record, self.catalog.releases)
+        if len(self._families_made) >= FAMILIES_KEPT:
+            self._families_made.clear()
+        self._families_made[record.id] = found
+        return found
 
     def card(self, result: LookupResult, match: Match | None = None) -> Card | None:
         """The card for `match` (default: the answer); None when the paste has no known record."""
         chosen = match or result.best
         if chosen is None:
             return None
+        return self._card(result, chosen, self.site(result, chosen))
+
+    def _card(self, result: LookupResult, chosen: Match, site: AnswerSite | None) -> Card:
         panic = result.panics[chosen.panic_index] if chosen.panic_index < len(result.panics) else None
         pasted = panic.message if panic is not None and panic.kind != "query" else None
         record_id = chosen.record.id
-        site = self.site(result, chosen)
         echoes = tuple(result.panics[index].message for index in result.consequences)
+        family = self.family(chosen.record)
         if site is None:
             return build_card(
                 chosen,
@@ -452,6 +483,7 @@ class PanicLookup:
                 self.dataset_version(record_id),
                 under_review=record_id in self.under_review,
                 consequences=echoes,
+                family=family,
             )
         return build_card(
             chosen,
@@ -465,6 +497,8 @@ class PanicLookup:
             source=_source_text(chosen.record, site),
             consequences=echoes,
             panics_doc=site.panics_doc or "",
+            family=family,
+            first_solution=site.upgrade or "",
         )
 
 
@@ -487,6 +521,8 @@ class AnswerSite:
     gone_since: str | None = None
     """The first release (crate version) after the newest one with the site, when there is one."""
     note: str = ""
+    upgrade: str | None = None
+    """The release that no longer raises the message and the commit that took it out, as a solution."""
 
     @property
     def where(self) -> str:
@@ -514,6 +550,7 @@ class AnswerSite:
             "in_pasted_release": self.in_pasted_release,
             "gone_since": self.gone_since,
             "note": self.note or None,
+            "upgrade": self.upgrade,
         }
 
 
@@ -704,8 +741,20 @@ def answer_site(
             if chosen.release != newest.release:
                 version_name = chosen.version or chosen.release.name
                 note = f"The paste names no release; its line is that of {crate} {version_name}."
+    upgrade = None
+    removal = releases.removal(record.id) if gone is not None else None
+    # Only when the paste's release has the site (or names none): an upgrade past the commit that took the
+    # message out is then the first thing to try.
+    gone_by = removal is not None and gone is not None and removal.gone_ref == gone.ref
+    if gone_by and removal is not None and gone is not None and gone.is_tag and in_pasted is not False:
+        upgrade = (
+            f"Upgrade to {crate} {gone_version} or later: it no longer raises this message here, "
+            f"since the commit {removal.said}."
+        )
     if gone is not None and not note:
         note = f"No longer raised since {crate} {gone_version}."
+        if gone_by and removal is not None:
+            note = f"No longer raised since {crate} {gone_version} (commit {removal.said})."
     version = chosen.version or None
     release_ref = chosen.release.ref if chosen.release.is_tag else chosen.release.sha
     # One line per site, in "where", the source text and the link: that of the release named (the pasted
@@ -730,6 +779,7 @@ def answer_site(
         in_pasted_release=in_pasted,
         gone_since=gone_version,
         note=note,
+        upgrade=upgrade,
     )
 
 
@@ -790,9 +840,13 @@ def match_json(match: Match) -> dict[str, Any]:
     }
 
 
-def result_json(result: LookupResult, site: AnswerSite | None = None) -> dict[str, Any]:
-    """The `--json` shape: what was extracted, the ranked matches, whether to post unasked, and where the
-    answered panic is raised (`site`, null when there is no answer)."""
+def result_json(
+    result: LookupResult, site: AnswerSite | None = None, card: Card | None = None
+) -> dict[str, Any]:
+    """The `--json` shape: what was extracted, the ranked matches, whether to post unasked, where the
+    answered panic is raised (`site`, null when there is no answer) and the answer's card as data (`card`:
+    what the chat cards show, null when there is no answer)."""
+    site_json = site.to_json() if site is not None else None
     return {
         "status": result.status,
         "answer_panic": result.answer_panic,
@@ -802,5 +856,6 @@ def result_json(result: LookupResult, site: AnswerSite | None = None) -> dict[st
         "auto_reply": result.auto_reply,
         "panics": [panic_json(panic) for panic in result.panics],
         "matches": [match_json(match) for match in result.matches],
-        "site": site.to_json() if site is not None else None,
+        "site": site_json,
+        "card": card_json(card, site_json) if card is not None else None,
     }

@@ -82,6 +82,7 @@ ALLOWED_GLOBALS = frozenset(
         ("bot.releases", "Release"),
         ("bot.releases", "Site"),
         ("bot.releases", "FunctionRange"),
+        ("bot.releases", "Removal"),
     }
 )
 
@@ -116,10 +117,12 @@ def _portable_releases(releases: ReleaseTable) -> ReleaseTable:
         paths=releases.paths,
         by_path=releases.by_path,
         function_texts=[text() if callable(text) else text for text in releases.function_texts],
+        history_texts=[text() if callable(text) else text for text in releases.history_texts],
         repos_by_crate=releases.repos_by_crate,
     )
     table._sites = dict(releases._sites)
     table._pending = dict(releases._pending)
+    table._history_of = dict(releases._history_of)
     return table
 
 

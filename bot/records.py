@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -20,13 +20,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bot.merge import merge_catalogs
 from bot.releases import ReleaseTable
 
+if TYPE_CHECKING:
+    from bot.families import FamilyTable
+
 SUPPORTED_SCHEMA_VERSIONS = frozenset({2})
 CATALOG_SUFFIXES = (".jsonl", ".json", ".txt", ".ndjson")
 COMPRESSED_SUFFIX = ".gz"
 # Side tables beside a catalog file `X.jsonl`: `X.releases.jsonl` (each harvested release and its crate
 # versions), `X.sites.jsonl` (the releases, lines and functions of each record's site) and
-# `X.functions.jsonl` (every function's lines per file per release); gzipped or not.
-SIDE_TABLES = (".releases", ".sites", ".functions")
+# `X.functions.jsonl` (every function's lines per file per release) and `X.history.jsonl` (the commit that
+# took a message out of its file); gzipped or not.
+SIDE_TABLES = (".releases", ".sites", ".functions", ".history")
 # `X.api.jsonl`: each release's public API (bot/api_table.py), read by `catalog lint` only, never as records.
 LINT_TABLES = (".api",)
 DEFAULT_CATALOG_NAME = "embedded default data set"
@@ -138,6 +142,8 @@ class Catalog:
     releases: ReleaseTable = field(default_factory=ReleaseTable)
     covered: dict[str, str] = field(default_factory=dict)
     """Baseline record id -> the analysed record of the same site that replaced it."""
+    families: FamilyTable | None = None
+    """The analysis families read beside its files (`X.families.toml`); None: the embedded ones apply."""
 
     @property
     def records(self) -> list[Record]:
@@ -347,6 +353,9 @@ def parse_side_table(text: str, kind: str, source: str, catalog: Catalog, *, tru
     if kind == ".functions":
         catalog.releases.add_function_text(text)
         return
+    if kind == ".history":
+        catalog.releases.add_history_text(text)
+        return
     if trusted and kind == ".sites":
         try:
             catalog.releases.add_trusted_site_text(text, functools.partial(_side_line, source, catalog))
@@ -405,6 +414,25 @@ def _read_file(file: Path, catalog: Catalog) -> None:
             if side_problem:
                 catalog.errors.append(side_problem)
             parse_side_table(side_text, kind, str(side), catalog)
+    _read_families_beside(file, catalog)
+
+
+def _read_families_beside(file: Path, catalog: Catalog) -> None:
+    """`X.families.toml` beside `X.jsonl`: its families join the catalog's; a bad one is a catalog error."""
+    from bot.families import FAMILIES_SUFFIX, FamilyError, FamilyTable, parse_families  # noqa: PLC0415
+
+    stem = Path(_base_name(file.name)).stem
+    beside = file.with_name(stem + FAMILIES_SUFFIX)
+    if not beside.is_file():
+        return
+    try:
+        table = parse_families(beside.read_text(encoding="utf-8"), str(beside))
+    except (OSError, UnicodeDecodeError, FamilyError) as exc:
+        catalog.errors.append(CatalogProblem(str(beside), 0, f"bad families file: {exc}"))
+        return
+    if catalog.families is None:
+        catalog.families = FamilyTable(source=table.source)
+    catalog.families.families.extend(table.families)
 
 
 @contextmanager
@@ -474,6 +502,9 @@ def _read_embedded(catalog: Catalog) -> None:
             if side.is_file():
                 if kind == ".functions":  # gunzipped when a lookup first names a function's line
                     catalog.releases.add_function_text(functools.partial(_embedded_text, side.read_bytes()))
+                    continue
+                if kind == ".history":  # gunzipped when a card first asks why a message went
+                    catalog.releases.add_history_text(functools.partial(_embedded_text, side.read_bytes()))
                     continue
                 side_text = _embedded_text(side.read_bytes())
                 parse_side_table(side_text, kind, DEFAULT_CATALOG_NAME, catalog, trusted=True)

@@ -123,6 +123,24 @@ class Release:
         return self.ref if self.is_tag else self.sha[:10]
 
 
+@dataclass(frozen=True)
+class Removal:
+    """The commit that took a record's message out of its file, between the last release that has it and
+    the next one (`X.history.jsonl`, written by the ecosystem build)."""
+
+    last_ref: str
+    gone_ref: str
+    commit: str
+    subject: str
+    pull_request: int | None = None
+
+    @property
+    def said(self) -> str:
+        """`"Fix checkpointer shutdown (#2780)" (a1b2c3d4e5)`: the commit's subject (which names its pull
+        request when it has one) and short sha."""
+        return f'"{self.subject}" ({self.commit})'
+
+
 @dataclass(frozen=True, order=True)
 class FunctionRange:
     """A function's lines in one file of one release (1-based, inclusive); ordered by first line."""
@@ -177,6 +195,11 @@ class ReleaseTable:
     _pending: dict[str, list[tuple[Mapping[str, Any] | str, dict[tuple[str, str], Release]]]] = field(
         default_factory=dict
     )
+    # Removal tables (`X.history.jsonl`), parsed on first use as the function tables are, and the harvested
+    # record whose history an analysed record that covers it takes over.
+    history_texts: list[str | Callable[[], str]] = field(default_factory=list)
+    _removals: dict[str, Removal] | None = None
+    _history_of: dict[str, str] = field(default_factory=dict)
     # repo -> the crates its releases name, and those crates by their Cargo spelling (`serde-json`): made on
     # first use, as each lookup asks for them several times.
     _repo_crates: dict[str, tuple[frozenset[str], dict[str, str]]] = field(default_factory=dict)
@@ -307,6 +330,38 @@ class ReleaseTable:
         sites = self._sites_for(covered_id)
         if sites and record_id not in self._sites and record_id not in self._pending:
             self._sites[record_id] = sites
+        self._history_of.setdefault(record_id, covered_id)
+
+    def add_history_text(self, text: str | Callable[[], str]) -> None:
+        """A removal table (`X.history.jsonl`): kept as text (or what gives it), parsed when first asked."""
+        self.history_texts.append(text)
+        self._removals = None
+
+    def removal(self, record_id: str) -> Removal | None:
+        """The commit that took the record's message out of its file after its last release, if known."""
+        if self._removals is None:
+            removals: dict[str, Removal] = {}
+            for source in self.history_texts:
+                text = source() if callable(source) else source
+                for line in text.split("\n"):
+                    try:
+                        row = json.loads(line) if line.strip() else None
+                        if isinstance(row, dict):
+                            pull = row.get("pullRequest")
+                            removals[str(row["id"])] = Removal(
+                                str(row["lastRef"]),
+                                str(row["goneRef"]),
+                                str(row["commit"]),
+                                str(row["subject"]),
+                                pull if isinstance(pull, int) else None,
+                            )
+                    except (ValueError, KeyError, TypeError):
+                        continue  # a damaged row says nothing; the rest still do
+            self._removals = removals
+        found = self._removals.get(record_id)
+        if found is None and record_id in self._history_of:
+            found = self._removals.get(self._history_of[record_id])
+        return found
 
     def records_at(self, path: str, crate: str | None = None) -> list[str]:
         """Records of a pasted repository path (`crates/wgpu-core/src/x.rs` is `wgpu-core/src/x.rs` in its

@@ -22,7 +22,6 @@ from typing import Any, TextIO
 import orjson
 
 from bot import PanicLookup
-from bot.lookup import result_json
 
 CHUNK_LINES = 64  # lines a worker answers at a time: a round trip costs about one lookup
 CHUNKS_AHEAD = 4  # per worker, read ahead of the line being written
@@ -50,7 +49,7 @@ def answer_line(service: PanicLookup, number: int, line: str, limit: int) -> str
     except ValueError as exc:
         return json_line({"id": item_id, "line": number, "error": f"line {number}: {exc}"})
     result = service.lookup(text, limit=limit)
-    return json_line({"id": item_id, **result_json(result, service.site(result))})
+    return json_line({"id": item_id, **service.answer_json(result)})
 
 
 def json_line(value: Any) -> str:

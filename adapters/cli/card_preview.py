@@ -11,7 +11,7 @@ from slack_sdk.models.blocks import Block
 
 from adapters.discord import render as discord_render
 from adapters.slack import render as slack_render
-from bot.card import Card, render_markdown
+from bot.card import Card, card_json, render_markdown
 from bot.lookup import PanicLookup
 
 PREVIEW_CONFIDENCE = 1.0
@@ -99,6 +99,9 @@ def run_card_preview(service: PanicLookup, record_id: str, fmt: str, out: TextIO
         return 2
     if fmt == "text":
         out.write(render_markdown(card))
+        return 0
+    if fmt == "json":  # the card as data, as `lookup --json` gives it for its answer
+        out.write(json.dumps(card_json(card), ensure_ascii=False, indent=2) + "\n")
         return 0
     build, check = FORMATS[fmt]
     payload = build(card)

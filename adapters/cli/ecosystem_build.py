@@ -33,6 +33,7 @@ from bot.harvest import (
     is_skipped_path,
     normalise_path,
 )
+from bot.records import Record
 from bot.releases import version_key
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -443,12 +444,100 @@ def build(
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.releases.jsonl.gz", [dumps_line(row) for row in catalog.releases])
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.functions.jsonl.gz", [dumps_line(row) for row in catalog.functions])
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.api.jsonl.gz", [dumps_line(row) for row in api_rows(harvests)])
+    history = removal_rows(catalog.records, catalog.sites, catalog.releases, repositories)
+    _gzip_lines(out_dir / f"{OUTPUT_STEM}.history.jsonl.gz", [dumps_line(row) for row in history])
     return {
         "sources": len(sources),
         "records": len(catalog.records),
         "files parsed": cache.parsed,
         "files reused": cache.reused,
     }
+
+
+_PULL_REQUEST = re.compile(r"\(#(\d+)\)")
+_NOT_LITERAL = re.compile(r'[\\"{}\n]')
+MIN_NEEDLE = 8
+
+
+def _needle(message: str) -> str | None:
+    """The longest piece of a message that its source literal holds as written (no escape, no brace)."""
+    pieces = sorted(_NOT_LITERAL.split(message), key=len, reverse=True)
+    return pieces[0] if pieces and len(pieces[0]) >= MIN_NEEDLE else None
+
+
+def removal_rows(
+    records: Sequence[Record],
+    sites: Sequence[Mapping[str, Any]],
+    releases: Sequence[Mapping[str, Any]],
+    repositories: Mapping[str, GitRepository],
+) -> list[dict[str, Any]]:
+    """For each record that a later release no longer raises: the commit, between the last release that
+    has it and the next one, that took its message out of the file (short sha, subject, pull request
+    number when the subject names one). Facts only: no diff text."""
+    order: dict[str, list[tuple[str, str]]] = {}
+    for row in releases:
+        order.setdefault(str(row["repo"]), []).append((str(row["ref"]), str(row["sha"])))
+    position = {(repo, ref): index for repo, refs in order.items() for index, (ref, _) in enumerate(refs)}
+    logs: dict[tuple[str, str, str, str], list[tuple[str, str]]] = {}
+    rows: list[dict[str, Any]] = []
+    for record, site_row in zip(records, sites, strict=True):
+        repo, path = str(site_row["repo"]), str(site_row["filePath"])
+        refs = [ref for group in site_row["releases"] for ref in group["refs"]]
+        last = max(position[(repo, ref)] for ref in refs)
+        if last + 1 >= len(order[repo]) or repo not in repositories:
+            continue
+        needle = _needle(record.errorMessage)
+        if needle is None:
+            continue
+        (last_ref, last_sha), (gone_ref, gone_sha) = order[repo][last], order[repo][last + 1]
+        repository = repositories[repo]
+        key = (repo, path, last_sha, gone_sha)
+        if key not in logs:
+            out = repository.run(
+                "log", "--format=%H%x1f%s", "--reverse", f"{last_sha}..{gone_sha}", "--", path
+            )
+            pairs = (line.partition("\x1f") for line in out.splitlines())
+            logs[key] = [(sha, subject) for sha, mark, subject in pairs if mark]
+        found = _first_without(repository, logs[key], path, needle)
+        if found is None:
+            continue
+        sha, subject = found
+        pull = _PULL_REQUEST.search(subject)
+        rows.append(
+            {
+                "id": record.id,
+                "repo": repo,
+                "lastRef": last_ref,
+                "goneRef": gone_ref,
+                "commit": sha[:10],
+                "subject": subject[:200],
+                "pullRequest": int(pull.group(1)) if pull else None,
+            }
+        )
+    return sorted(rows, key=lambda row: str(row["id"]))
+
+
+def _holds(repository: GitRepository, commit: str, path: str, needle: str) -> bool:
+    try:
+        return needle in repository.read(f"{commit}:{path}").decode("utf-8", "replace")
+    except GitError:
+        return False  # the file is gone at that commit
+
+
+def _first_without(
+    repository: GitRepository, commits: Sequence[tuple[str, str]], path: str, needle: str
+) -> tuple[str, str] | None:
+    """The first commit (oldest first) after which the file no longer holds `needle` (binary search: a
+    message taken out stays out within one release's commits, nearly always)."""
+    low, high = 0, len(commits) - 1
+    found = None
+    while low <= high:
+        middle = (low + high) // 2
+        if _holds(repository, commits[middle][0], path, needle):
+            low = middle + 1
+        else:
+            found, high = commits[middle], middle - 1
+    return found
 
 
 def open_repositories(

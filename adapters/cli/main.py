@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from adapters.cli.prebuilt_commands import PrebuiltUsageError, is_prebuilt_path, refuse_prebuilt
 from adapters.settings import CATALOG_ENV, DEFAULT_DATABASE_URL, SettingsError, split_catalog_paths
-from bot.lookup import PanicLookup, result_json
+from bot.lookup import PanicLookup
 from bot.records import Catalog, default_catalog, load_catalog
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def command_lookup(args: argparse.Namespace, out: TextIO, err: Console) -> int:
         err.print("[yellow]panicbot:[/] the input does not look like text; looking it up anyway", markup=True)
     result = service.lookup(text, limit=args.limit)
     if args.json:
-        out.write(json.dumps(result_json(result, service.site(result)), ensure_ascii=False) + "\n")
+        out.write(json.dumps(service.answer_json(result), ensure_ascii=False) + "\n")
     else:
         from rich.console import Console  # noqa: PLC0415
 
@@ -438,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     card = commands.add_parser("card", help="preview a record's card as a platform receives it")
     card.add_argument("record_id")
     card.add_argument("--catalog", action="append", metavar="PATH", help="catalog (default: as for lookup)")
-    card.add_argument("--format", choices=("text", "slack", "discord"), default="text")
+    card.add_argument("--format", choices=("text", "json", "slack", "discord"), default="text")
 
     report = commands.add_parser(
         "report", help="what the data set needs next: frequent unmatched panics, most 👎, never matched"

@@ -58,6 +58,8 @@ def card_renderable(card: Card) -> RenderableType:
     if card.prevention_tips:
         parts.append(Text("\nPrevention:", style="bold cyan"))
         parts.extend(Text(f" - {tip}") for tip in card.prevention_tips)
+    if card.analysis_note:
+        parts.append(Text("\n" + card.analysis_note, style="italic"))
     if card.consequences:
         parts.append(Text("\nAlso in this paste, following from this panic:", style="bold cyan"))
         parts.extend(Text(f" - {text}") for text in card.consequences)

@@ -492,7 +492,8 @@ class _Plan:
 
 
 def _footer(card: Card) -> str:
-    parts = ["panicbot"]
+    # A family's advice says so first: the footer is always shown, whatever the plan cut.
+    parts = [card.analysis_note, "panicbot"] if card.analysis_note else ["panicbot"]
     if card.dataset_version:
         parts.append(f"Data set {one_line(card.dataset_version)[:100]}")
     parts.append(f"Confidence {confidence_percent(card.confidence)}")

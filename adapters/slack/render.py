@@ -495,6 +495,8 @@ def _card_blocks(
             blocks.append(
                 _section(_list_text("*Prevention*", list(card.prevention_tips), False, SECTION_MAX))
             )
+        if card.analysis_note:  # a family's advice says so under its text, whatever was cut above
+            blocks.append(_context(f"_{escape_mrkdwn(card.analysis_note)}_"))
     if plan.limits["consequences"]:
         consequences = [item for item in card.consequences if _one_line(item)]
         blocks.append(_section(_code_list(CONSEQUENCES_LABEL, consequences, plan.limits["consequences"])))

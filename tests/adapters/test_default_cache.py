@@ -23,7 +23,7 @@ import pytest
 import bot
 from adapters import default_cache
 from adapters.cli import main as cli
-from bot.lookup import PanicLookup, result_json
+from bot.lookup import PanicLookup
 from bot.prebuilt import MAGIC, LazyRecords
 from bot.records import Catalog, default_catalog
 from tests.support.pastes import all_cases, shared_data_dir
@@ -80,7 +80,7 @@ def open_default() -> PanicLookup:
 
 def answer(lookup: PanicLookup, text: str = PASTE) -> object:
     result = lookup.lookup(text)
-    return result_json(result, lookup.site(result))
+    return lookup.answer_json(result)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.cli.batch import json_line
 from adapters.cli.main import main
-from bot.lookup import PanicLookup, result_json
+from bot.lookup import PanicLookup
 from bot.records import default_catalog
 
 PASTES = [
@@ -39,9 +39,7 @@ def test_each_jsonl_line_holds_the_json_values_of_before(monkeypatch: pytest.Mon
     service = PanicLookup(default_catalog())
     for item, line in zip(items[: len(PASTES)], lines, strict=False):
         result = service.lookup(str(item["text"]))
-        before = json.dumps(
-            {"id": item["id"], **result_json(result, service.site(result))}, ensure_ascii=False
-        )
+        before = json.dumps({"id": item["id"], **service.answer_json(result)}, ensure_ascii=False)
         assert json.loads(line) == json.loads(before)
     assert json.loads(lines[len(PASTES)])["error"] == "line 7: missing string field 'text'"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.lookup import PanicLookup, result_json
+from bot.lookup import PanicLookup
 from bot.records import (
     EMBEDDED_FILES,
     Catalog,
@@ -58,6 +58,8 @@ def eager_table(catalog: Catalog) -> ReleaseTable:
         table.add_site_rows(parsed_rows(text))
     for text in texts[".functions"]:
         table.add_function_text(text)
+    for text in texts[".history"]:
+        table.add_history_text(text)
     for covered, by in catalog.covered.items():
         table.alias(by, covered)
     return table
@@ -288,7 +290,7 @@ def test_lookups_on_the_lazy_catalog_answer_as_on_the_eager_table(
     eager_lookup = PanicLookup(reference)
     for text in cases:
         got, want = lazy.lookup(text), eager_lookup.lookup(text)
-        assert result_json(got, lazy.site(got)) == result_json(want, eager_lookup.site(want)), text
+        assert lazy.answer_json(got) == eager_lookup.answer_json(want), text
 
 
 # ---- gc_paused ------------------------------------------------------------------------------------------

@@ -109,3 +109,13 @@ def test_a_pattern_that_falls_back_to_regex_is_a_warning_and_an_escaped_literal_
     # Python's re.escape writes `\ `: still literal text with a placeholder, matched with str.find.
     escaped = base(messagePattern=r"Unsupported\ dtype\ (.+?)\ for\ sum")
     assert checks(catalog_of(escaped)) == set()
+
+
+def test_tag_links_and_documentation_links_are_valid_shapes() -> None:
+    tag = "https://github.com/tracel-ai/burn/blob/v0.19.4/crates/burn-flex/src/ops/reduce.rs#L40"
+    assert checks(catalog_of(base(githubUrl=tag))) == set()
+    docs = "https://doc.rust-lang.org/std/primitive.usize.html#method.checked_add"
+    assert checks(catalog_of(base(githubUrl=docs))) == set()
+    tree = "https://github.com/tracel-ai/burn/tree/main/crates"
+    assert checks(catalog_of(base(githubUrl=tree))) == {(WARNING, "url-shape")}
+    assert checks(catalog_of(base(githubUrl="ftp://example.org/x"))) == {(WARNING, "url-shape")}

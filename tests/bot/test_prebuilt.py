@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.lookup import PanicLookup, result_json
+from bot.lookup import PanicLookup
 from bot.prebuilt import (
     MAGIC,
     LazyRecords,
@@ -69,7 +69,7 @@ def assert_same_answers(source: PanicLookup, prebuilt: PanicLookup, texts: list[
     for text in texts:
         want = source.lookup(text)
         got = prebuilt.lookup(text)
-        assert result_json(got, prebuilt.site(got)) == result_json(want, source.site(want)), text[:200]
+        assert prebuilt.answer_json(got) == source.answer_json(want), text[:200]
         assert prebuilt.card(got) == source.card(want), text[:200]
         for match in want.matches[:2]:
             assert prebuilt.card(got, got.matches[want.matches.index(match)]) == source.card(want, match)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.card import unfenced
 from bot.harvest import record_id
 from bot.lint import analysis_is_suspect
 from bot.lookup import PanicLookup
@@ -155,7 +156,9 @@ def test_every_record_is_fully_analysed(records: list[Record]) -> None:
             assert name == "handlingStrategy" or len(value.strip()) >= 20, (record.id, name)
         assert 3 <= len(record.solutions) <= 5, record.id
         assert len(record.preventionTips) >= 3, record.id
-        assert "// before" in (record.exampleFix or "") and "// after" in (record.exampleFix or ""), record.id
+        example, language = unfenced(record.exampleFix or "")
+        mark = "#" if language == "sh" else "//"  # a shell example marks them as shell comments
+        assert f"{mark} before" in example and f"{mark} after" in example, record.id
         assert not analysis_is_suspect(record), f"{record.id}: its card would hide the analysis"
 
 

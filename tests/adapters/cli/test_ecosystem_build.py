@@ -30,6 +30,7 @@ from adapters.cli.ecosystem_build import (
 from adapters.cli.main import main
 from bot.api_table import ApiTable
 from bot.ecosystem import Source
+from bot.harvest import record_id
 from bot.lookup import PanicLookup, result_json
 from bot.records import Catalog, load_catalog
 
@@ -178,6 +179,7 @@ SECOND_RELEASE: dict[str, str | None] = {
     "crates/mycrate/src/lib.rs": V2_LIB,
     "crates/othercrate/Cargo.toml": othercrate_manifest("2.1.0"),
 }
+SECOND_SUBJECT = "Reword the shape check (#42)"
 SKIPPED_MESSAGES = {
     "out-of-line test module panic",
     "integration test panic",
@@ -200,7 +202,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     base = tmp_path_factory.mktemp("ecosystem")
     repo = new_repo(base / "widgets", base / "home")
     repo.commit("first", "2024-01-01T10:00:00+00:00", FIRST_RELEASE, tag="v0.1.0")
-    repo.commit("second", "2024-06-01T10:00:00+00:00", SECOND_RELEASE, tag="v0.2.0")
+    repo.commit(SECOND_SUBJECT, "2024-06-01T10:00:00+00:00", SECOND_RELEASE, tag="v0.2.0")
     repository = GitRepository(repo.git_dir)
     try:
         sources = [Source(REPO, tag, *repository.commit(tag), ("crates",)) for tag in ("v0.1.0", "v0.2.0")]
@@ -351,6 +353,26 @@ def test_the_api_table_holds_each_release_s_public_functions(built: Built) -> No
     # Unchanged between the two releases: one version of the file, both refs.
     [other] = [row for row in rows if row["filePath"] == "crates/othercrate/src/lib.rs"]
     assert [v["refs"] for v in other["versions"]] == [["v0.1.0", "v0.2.0"]]
+
+
+def test_a_message_taken_out_names_the_commit_that_did_it(built: Built) -> None:
+    rows = read_jsonl_gz(built.out / "ecosystem.history.jsonl.gz")
+    v2_sha = built.sources[1].sha
+    old_shape = record_id(REPO, "crates/mycrate/src/lib.rs", OLD_SHAPE)
+    assert rows == [
+        {
+            "id": old_shape,
+            "repo": REPO,
+            "lastRef": "v0.1.0",
+            "goneRef": "v0.2.0",
+            "commit": v2_sha[:10],
+            "subject": SECOND_SUBJECT,
+            "pullRequest": 42,
+        }
+    ]
+    removal = load_catalog([built.out / OUTPUTS[0]]).releases.removal(old_shape)
+    assert removal is not None and removal.pull_request == 42 and removal.gone_ref == "v0.2.0"
+    assert removal.said == f'"{SECOND_SUBJECT}" ({v2_sha[:10]})'
 
 
 # ---- loaded back: the catalog and the release-aware lookup --------------------------------------------

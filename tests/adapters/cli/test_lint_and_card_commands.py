@@ -159,3 +159,17 @@ def test_report_on_an_unusable_database_is_one_clear_line(tmp_path: Path, capsys
     code, _ = run(["report", "--database-url", f"sqlite:///{tmp_path}/missing/dir/x.db"])
     assert code == 2
     assert "DATABASE_URL" in capsys.readouterr().err
+
+
+def test_card_as_json_says_whose_analysis_it_is() -> None:
+    code, out = run(["card", "8d1d2fa6df3880bd", "--format", "json"])
+    card = json.loads(out)
+    assert code == 0 and card["record_id"] == "8d1d2fa6df3880bd" and card["analysis"] == "record"
+    assert card["solutions"] and card["exampleFix"] and card["analysis_note"] is None
+
+
+def test_lint_of_the_embedded_catalog_checks_its_families_and_finds_no_error() -> None:
+    code, out = run(["catalog", "lint", "--json"])
+    report = json.loads(out)
+    assert code == 0 and report["errors"] == 0
+    assert not [f for f in report["findings"] if f["check"].startswith("family")]

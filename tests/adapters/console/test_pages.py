@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from adapters.serve.main import Service, ServiceSettings
+from bot.harvest import record_id
 from tests.adapters.console.server import TOKEN, Running, running_console
 from tests.support.local_only import isolate
 
@@ -184,3 +185,15 @@ def test_typed_words_are_searched_too(console: Running) -> None:
     cookie, _ = login(console)
     reply = call(f"{console.base}/console/records?q=avg+pool+2d+backward", cookie=cookie)
     assert reply.status == 200 and "avg pool 2d backward" in reply.body and "confidence" in reply.body
+
+
+def test_a_record_page_names_the_record_s_family(console: Running) -> None:
+    cookie, _ = login(console)
+    message = "Can send message to checkpointer thread."
+    path = "crates/burn-train/src/checkpoint/async_checkpoint.rs"
+    reply = call(
+        f"{console.base}/console/records/{record_id('tracel-ai/burn', path, message)}", cookie=cookie
+    )
+    assert reply.status == 200
+    assert "shown with the advice of its family <b>follow-on</b>" in reply.body
+    assert "General advice for panics of this kind" in reply.body  # in the previews of the card

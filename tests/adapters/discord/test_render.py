@@ -510,3 +510,15 @@ def test_autocomplete_choices_fit_on_the_shared_catalog() -> None:
         assert len(choices) <= 25
         for name, value in choices:
             assert 1 <= units(name) <= 100 and 1 <= len(value) <= 100
+
+
+FAMILY_NOTE_TEXT = "General advice for panics of this kind (Follow-on panic (look for the first one))."
+
+
+def test_a_family_s_advice_says_so_in_the_footer_even_on_a_card_cut_to_fit(huge: Card) -> None:
+    family = dataclasses.replace(huge, analysis="family:follow-on", analysis_note=FAMILY_NOTE_TEXT)
+    for message in all_variants(family, "error"):
+        body = assert_valid(message)
+        assert body["embeds"][0]["footer"]["text"].startswith(FAMILY_NOTE_TEXT + " · panicbot")
+    plain_body = assert_valid(all_variants(huge, "error")[0])
+    assert "General advice" not in plain_body["embeds"][0]["footer"]["text"]

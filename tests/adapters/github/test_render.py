@@ -122,3 +122,19 @@ def test_pasted_details_stay_code_and_within_the_comment() -> None:
     body = card_comment(card, Marker(card.record_id, "issue"))
     assert len(body) <= MAX_COMMENT_CHARS
     assert "**Details:**\n- `````@octocat ```` <b>x</b> #12`````\n" in body
+
+
+def test_a_family_card_says_it_is_general_advice_and_fits_a_comment() -> None:
+    service = PanicLookup(default_catalog())
+    paste = (
+        "thread 'main' panicked at crates/burn-train/src/checkpoint/async_checkpoint.rs:86:14:\n"
+        "Can send message to checkpointer thread.: SendError { .. }\n"
+    )
+    card = service.card(service.lookup(paste))
+    assert card is not None and card.analysis == "family:follow-on"
+    body = card_comment(card, Marker(card.record_id, "issue", "ab12"))
+    assert "_General advice for panics of this kind (Follow-on panic" in body
+    assert "```sh\n" in body and len(fences(body)) % 2 == 0
+    huge = replace(card, solutions=tuple("try this " * 1_000 for _ in range(200)))
+    cut = card_comment(huge, Marker(card.record_id, "c42"))
+    assert len(cut) <= MAX_COMMENT_CHARS and "General advice for panics of this kind" in cut

@@ -595,3 +595,16 @@ def test_alternatives_ride_in_the_buttons_and_never_raise() -> None:
     assert decode_alternatives(None) == []
     many = encode_alternatives([(f"id{n}", 0.5) for n in range(20)])
     assert many is not None and len(many.split(",")) == 5
+
+
+FAMILY_NOTE_TEXT = "General advice for panics of this kind (Follow-on panic (look for the first one))."
+
+
+def test_a_family_s_advice_says_so_even_on_a_card_cut_to_fit(huge: Card) -> None:
+    family = dataclasses.replace(huge, analysis="family:follow-on", analysis_note=FAMILY_NOTE_TEXT)
+    for message in all_variants(family):
+        assert_valid(message)
+        assert f"_{FAMILY_NOTE_TEXT}_" in texts(message)
+    assert not any(
+        "General advice" in text for text in texts(card_message(huge, ephemeral=True, record_id="r"))
+    )

@@ -1,0 +1,86 @@
+"""Which analysis a card shows (its record's, its family's, none), said on the card and in its data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.card import NO_ANALYSIS, card_json, render_markdown, unfenced
+from bot.families import FAMILY_NOTE
+from bot.lookup import PanicLookup
+from bot.records import default_catalog
+
+CHECKPOINTER = (
+    "thread 'main' panicked at crates/burn-train/src/checkpoint/async_checkpoint.rs:86:14:\n"
+    "Can send message to checkpointer thread.: SendError { .. }\n"
+)
+AVG_POOL = (
+    "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:1498:9:\n"
+    "Can't differentiate avg pool 2d backward.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def service() -> PanicLookup:
+    return PanicLookup(default_catalog())
+
+
+def test_a_record_without_analysis_gets_its_family_s_text_and_says_so(service: PanicLookup) -> None:
+    result = service.lookup(CHECKPOINTER)
+    card = service.card(result)
+    assert card is not None and card.record_id == result.best.record.id  # type: ignore[union-attr]
+    assert card.analysis == "family:follow-on" and card.has_analysis
+    assert card.analysis_note == f"{FAMILY_NOTE} (Follow-on panic (look for the first one))."
+    assert "echo" in card.cause and "burn-train" in card.cause
+    assert card.solutions and card.example_fix and card.example_fix_language == "sh"
+    text = render_markdown(card)
+    assert FAMILY_NOTE in text and "```sh" in text and "```rust" not in text
+
+
+def test_a_written_analysis_wins_and_a_record_of_no_family_says_there_is_none(service: PanicLookup) -> None:
+    written = service.card(service.lookup(AVG_POOL))
+    assert written is not None and written.analysis == "record" and not written.analysis_note
+    bare = next(r for r in service.catalog.records if not r.has_analysis and service.family(r) is None)
+    card = service.card_for_record(bare.id, 0.5)
+    assert card is not None and card.analysis == "none" and card.cause == NO_ANALYSIS
+    assert not card.has_analysis and FAMILY_NOTE not in render_markdown(card)
+
+
+def test_the_card_as_data_is_what_the_chat_cards_show(service: PanicLookup) -> None:
+    result = service.lookup(CHECKPOINTER)
+    data = service.answer_json(result)
+    card = data["card"]
+    assert card["analysis"] == "family:follow-on"
+    assert card["solutions"] and card["exampleFix"] and card["preventionTips"]
+    assert card["site"] == data["site"] and card["site"]["file"].endswith("async_checkpoint.rs")
+    shown = service.card(result)
+    assert shown is not None and card == json.loads(json.dumps(card_json(shown, data["site"])))
+    no_answer = service.answer_json(service.lookup("thread 'main' panicked at src/x.rs:1:1:\nzzqx qqzx\n"))
+    assert no_answer["card"] is None
+
+
+def test_one_fenced_example_is_its_code_and_language() -> None:
+    assert unfenced("```sh\nRUST_BACKTRACE=1 cargo run\n```") == ("RUST_BACKTRACE=1 cargo run", "sh")
+    assert unfenced("let x = 1;") == ("let x = 1;", "rust")
+    mixed = "// before\n```sh\ncargo test\n```\n// after\n```sh\ncargo test -- --nocapture\n```"
+    assert unfenced(mixed) == (mixed, "rust")
+
+
+def test_an_older_release_s_card_first_says_which_release_and_commit_took_the_message_out(
+    service: PanicLookup,
+) -> None:
+    registry = "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f"
+    old = f"thread 'main' panicked at {registry}/burn-import-0.20.0-pre.3/src/burn/node/sign.rs:39:18:\n"
+    data = service.answer_json(service.lookup(old + "Expected Sign node\n"))
+    site, card = data["site"], data["card"]
+    assert site["in_pasted_release"] is True and site["gone_since"] == "0.20.0-pre.4"
+    removal = service.catalog.releases.removal(service.lookup(old + "Expected Sign node\n").best.record.id)  # type: ignore[union-attr]
+    assert removal is not None and removal.pull_request is not None
+    assert site["upgrade"].startswith("Upgrade to burn-import 0.20.0-pre.4 or later")
+    assert removal.commit in site["upgrade"] and removal.subject in site["upgrade"]
+    assert card["solutions"][0] == site["upgrade"]
+    assert removal.commit in site["note"]
+    # A release that does not raise it gets no upgrade advice.
+    other = old.replace("0.20.0-pre.3", "0.20.0-pre.2")
+    assert service.answer_json(service.lookup(other + "Expected Sign node\n"))["site"]["upgrade"] is None
