@@ -119,6 +119,8 @@ class CatalogProblem:
     source: str
     line: int
     reason: str
+    by_design: bool = False
+    """A bare baseline twin of an analysed record, left out: how analyses join a harvested catalog."""
 
     def __str__(self) -> str:
         return f"{self.source}:{self.line}: {self.reason}"
@@ -276,6 +278,7 @@ def parse_catalog_text(text: str, source: str, catalog: Catalog | None = None) -
                         line,
                         f"duplicate id {record.id}: the analysed record at {earlier.source}:{earlier.line} "
                         "is kept",
+                        by_design=True,
                     )
                 )
                 continue

@@ -119,3 +119,9 @@ def test_tag_links_and_documentation_links_are_valid_shapes() -> None:
     tree = "https://github.com/tracel-ai/burn/tree/main/crates"
     assert checks(catalog_of(base(githubUrl=tree))) == {(WARNING, "url-shape")}
     assert checks(catalog_of(base(githubUrl="ftp://example.org/x"))) == {(WARNING, "url-shape")}
+
+
+def test_an_analysed_record_hiding_its_bare_twin_is_no_finding() -> None:
+    analysed = base(documentation="What it means.", solutions=["One.", "Two."])
+    assert not [f for f in lint_catalog(catalog_of(analysed, base())) if f.check == "duplicate-id"]
+    assert [f.check for f in lint_catalog(catalog_of(base(), base()))].count("duplicate-id") == 1
