@@ -64,7 +64,7 @@ def _is_test_only(node: Node, data: bytes) -> bool:
     return False
 
 
-def _use_paths(node: Node, data: bytes, prefix: str) -> Iterator[tuple[str, str]]:
+def use_paths(node: Node, data: bytes, prefix: str) -> Iterator[tuple[str, str]]:
     """(path, alias) for every name a use tree binds; alias "*" for a glob."""
     kind = node.type
     if kind in ("identifier", "crate", "self", "super", "scoped_identifier", "metavariable"):
@@ -88,10 +88,10 @@ def _use_paths(node: Node, data: bytes, prefix: str) -> Iterator[tuple[str, str]
         inner = _text(head, data).replace(" ", "") if head is not None else ""
         joined = f"{prefix}::{inner}" if prefix and inner else inner or prefix
         if items is not None:
-            yield from _use_paths(items, data, joined)
+            yield from use_paths(items, data, joined)
     elif kind == "use_list":
         for child in node.named_children:
-            yield from _use_paths(child, data, prefix)
+            yield from use_paths(child, data, prefix)
 
 
 def _parameters(node: Node | None, data: bytes) -> tuple[str, list[list[str]]]:
@@ -149,9 +149,7 @@ class _Reader:
             elif kind == "use_declaration" and public:
                 argument = node.child_by_field_name("argument")
                 if argument is not None:
-                    scope["uses"].extend(
-                        [path, alias, True] for path, alias in _use_paths(argument, data, "")
-                    )
+                    scope["uses"].extend([path, alias, True] for path, alias in use_paths(argument, data, ""))
             elif kind in ("function_item", "function_signature_item") and public:
                 scope["items"].append([name, "fn"])
                 self.function(node, key, "")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import tree_sitter_rust
 from tree_sitter import Language, Node, Parser
 
+from bot.api_surface import use_paths
 from bot.api_table import ApiTable, ReleaseApi, Signature
 from bot.releases import ReleaseTable, version_key
 
@@ -210,14 +211,11 @@ def _walk(node: Node) -> Iterator[Node]:
 
 def _use_aliases(root: Node) -> dict[str, tuple[str, ...]]:
     """Names the example's `use` declarations bind, to their full paths."""
-    from bot.api_surface import _use_paths  # noqa: PLC0415 - one reader of use trees
-
     aliases: dict[str, tuple[str, ...]] = {}
-    data = root.text or b""
+    data = root.text or b""  # the root starts at byte 0: node offsets index it
     for node in _walk(root):
         if node.type == "use_declaration" and (argument := node.child_by_field_name("argument")) is not None:
-            start = root.start_byte
-            for path, alias in _use_paths(argument, data[: argument.end_byte - start], ""):
+            for path, alias in use_paths(argument, data, ""):
                 if alias != "*":
                     aliases[alias] = tuple(path.split("::"))
     return aliases
@@ -344,7 +342,7 @@ class ExampleChecker:
         refs: list[str] = []
         if self.releases is not None:
             refs = [site.release.ref for site in self.releases.sites_of(record_id)]
-        known = [ref for r, ref in self.api.refs(repo) if r == repo]
+        known = [ref for _, ref in self.api.refs(repo)]
         if not refs and file_path:
             refs = [
                 ref for ref in known if (found := self.api.release(repo, ref)) and file_path in found.files
