@@ -16,6 +16,7 @@ from bot.harvest import crate_of, github_url
 from bot.lint import analysis_is_suspect
 from bot.matcher import LookupResult, Match, Matcher, Reason
 from bot.paths import common_suffix_length, path_parts
+from bot.prose_search import ProseIndex
 from bot.reading import PasteReading, read_paste
 from bot.records import Catalog, Record
 from bot.releases import CheckoutHint, Release, ReleaseTable, Site, VersionHint, hint_from_path
@@ -46,10 +47,22 @@ GUESSES = 10
 GUESS_BUDGET = 2_000
 GUESS_COMPARED = 20
 GUESS_LEAST_SIMILARITY = 0.39
+# A typed query with no message match is also searched in the words of the analyses written for records
+# (`bot.prose_search`): at most PROSE_HITS records, each at least PROSE_LEAST_SHARE of the best one's BM25
+# score, listed after the message matches (room is made for them in the `limit`), at a confidence of at most
+# PROSE_CONFIDENCE (scaled by the share) and below every message match's: never an answer, never posted.
+PROSE_HITS = 3
+PROSE_LEAST_SHARE = 0.3
+PROSE_CONFIDENCE = 0.3
+PROSE_MIN_CONFIDENCE = 0.01
 
 
 class PanicLookup:
     """Built once per catalog at start-up; `lookup` and `card` are cheap and never raise on text."""
+
+    prose_search = True
+    """Whether a typed query with no message match is also searched in the analyses' words (a benchmark
+    turns it off to compare)."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -100,7 +113,7 @@ class PanicLookup:
             result = self.matcher.lookup_extraction(reading.extraction, limit=limit)
             if result.auto_reply and result.best is not None and is_runtime(result.best.record):
                 result = dataclasses.replace(result, auto_reply=False)  # no harvested site to name
-            return dataclasses.replace(result, matches=_shown(result.matches))
+            return self._with_prose(dataclasses.replace(result, matches=_shown(result.matches)), limit)
         # A few more candidates than shown: the site of the pasted release may rank just below them.
         result = self.matcher.lookup_extraction(reading.extraction, limit=limit + RELEASE_EXTRA_CANDIDATES)
         if not result.panics:
@@ -119,7 +132,54 @@ class PanicLookup:
             # An echo answered because no cause had a record: the card may be right, but it is not the
             # answer to what went wrong, so it is never posted unasked.
             result = dataclasses.replace(result, auto_reply=False)
-        return dataclasses.replace(result, matches=_shown(result.matches)[:limit])
+        return self._with_prose(dataclasses.replace(result, matches=_shown(result.matches)[:limit]), limit)
+
+    @functools.cached_property
+    def prose_index(self) -> ProseIndex:
+        """BM25 over the analyses written for records (not those under review), built on the first typed
+        query that needs it: only the analysed records are read."""
+        analysed = self.suggest_fields.analysed
+        records = self.matcher.records
+        chosen = ((position, records[position]) for position in range(len(analysed)) if analysed[position])
+        return ProseIndex((p, r) for p, r in chosen if r.id not in self.under_review)
+
+    def _with_prose(self, result: LookupResult, limit: int) -> LookupResult:
+        """A typed query no message answers: the records whose analysis holds its words, after the message
+        matches (a record among them gains the reason), at a lower confidence. Never an answer."""
+        if (
+            not self.prose_search
+            or len(result.panics) != 1
+            or result.panics[0].kind != "query"
+            or result.best is not None
+            or limit <= 0
+        ):
+            return result
+        hits = self.prose_index.search(result.panics[0].message, PROSE_HITS, PROSE_LEAST_SHARE)
+        if not hits:
+            return result
+        matches = list(result.matches)
+        at = {match.record_index: index for index, match in enumerate(matches)}
+        extra = []
+        for hit in hits:
+            reason = Reason("analysis", "words of its analysis: " + ", ".join(hit.shared))
+            if hit.record_index in at:
+                index = at[hit.record_index]
+                matches[index] = dataclasses.replace(
+                    matches[index], reasons=(*matches[index].reasons, reason)
+                )
+            else:
+                extra.append((hit, reason))
+        if not extra:
+            return dataclasses.replace(result, matches=tuple(matches))
+        kept = matches[: max(0, min(len(matches), limit - len(extra)))]
+        ceiling = min((match.confidence for match in kept), default=1.0)
+        for hit, reason in extra[:limit]:
+            confidence = min(PROSE_CONFIDENCE * hit.relative, ceiling - PROSE_MIN_CONFIDENCE)
+            confidence = round(max(PROSE_MIN_CONFIDENCE, confidence), 3)
+            ceiling = confidence
+            record = self.matcher.records[hit.record_index]
+            kept.append(Match(record, hit.score, confidence, (reason,), 0, False, hit.record_index))
+        return dataclasses.replace(result, matches=tuple(kept))
 
     def _cause_by_site(self, result: LookupResult) -> LookupResult:
         """A cause whose message no record matched (mangled by a progress bar, reworded since) but whose

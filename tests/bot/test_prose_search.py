@@ -1,0 +1,80 @@
+"""A typed question is also searched in the words of the analyses written for records (`bot.prose_search`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.lookup import PanicLookup, result_json
+from bot.prose_search import ProseIndex, stem, words
+from bot.records import default_catalog
+
+AVG_POOL = "Can't differentiate avg pool 2d backward."
+# No word of the message: its analysis speaks of second-order gradients and average pooling.
+QUESTION = "second derivative through an averaging downsample layer crashes"
+
+
+@pytest.fixture(scope="module")
+def lookup() -> PanicLookup:
+    return PanicLookup(default_catalog())
+
+
+def test_a_question_without_the_message_words_reaches_its_record(lookup: PanicLookup) -> None:
+    result = lookup.lookup(QUESTION)
+    assert result.panics[0].kind == "query"
+    assert result.best is None and not result.auto_reply  # never an answer, never posted unasked
+    found = [m for m in result.matches if m.record.errorMessage == AVG_POOL]
+    assert found, [m.record.errorMessage for m in result.matches]
+    hit = found[0]
+    assert not hit.known
+    assert hit.reasons[-1].signal == "analysis"
+    assert hit.reasons[-1].detail.startswith("words of its analysis: ")
+    assert 0.0 < hit.confidence < 0.5
+    assert AVG_POOL in [m.record.errorMessage for m in result.matches[:3]]
+
+
+def test_turned_off_the_question_finds_nothing_of_it(lookup: PanicLookup) -> None:
+    off = PanicLookup(default_catalog())
+    off.prose_search = False
+    result = off.lookup(QUESTION)
+    assert AVG_POOL not in [m.record.errorMessage for m in result.matches]
+    assert all(r.signal != "analysis" for m in result.matches for r in m.reasons)
+
+
+def test_a_message_match_still_ranks_first(lookup: PanicLookup) -> None:
+    result = lookup.lookup("can't differentiate avg pool 2d backward")
+    assert result.best is not None and result.best.record.errorMessage == AVG_POOL
+    assert all(r.signal != "analysis" for m in result.matches for r in m.reasons)  # not searched
+
+
+def test_analysis_hits_come_after_the_message_matches_below_their_confidence(lookup: PanicLookup) -> None:
+    result = lookup.lookup("my training hangs then says checkpointer thread")
+    signals = [m.reasons[-1].signal for m in result.matches]
+    assert "analysis" in signals and "text" in signals
+    first = signals.index("analysis")
+    assert all(signal != "text" for signal in signals[first:])  # message matches first
+    message_least = min(m.confidence for m in result.matches[:first])
+    assert all(m.confidence < message_least for m in result.matches[first:])
+    assert len(result.matches) <= 5
+    # The JSON shape is unchanged: the same keys, the new reason's signal.
+    shown = result_json(result)["matches"]
+    assert set(shown[first]) == set(shown[0])
+    assert shown[first]["reasons"][0]["signal"] == "analysis"
+
+
+def test_the_index_is_built_on_the_first_typed_query_only() -> None:
+    lookup = PanicLookup(default_catalog())
+    assert "prose_index" not in lookup.__dict__  # not at construction: cold start
+    lookup.lookup("thread 'main' panicked at src/main.rs:1:5:\nattempt to divide by zero")
+    assert "prose_index" not in lookup.__dict__  # a pasted panic never needs it
+    lookup.lookup(QUESTION)
+    assert "prose_index" in lookup.__dict__
+    analysed = sum(1 for entry in lookup.catalog.entries if entry.record.has_analysis)
+    assert 0 < len(lookup.prose_index) <= analysed
+
+
+def test_words_and_the_index() -> None:
+    assert stem("hangs") == stem("hanging") == "hang"
+    assert words("CubeCountTooLarge on my_tensor crashes") == ["cube", "count", "large", "tensor"]
+    index = ProseIndex([(7, default_catalog().entries[0].record)])
+    assert index.search("zzz qqq", 3) == []
+    assert index.search("", 3) == []
