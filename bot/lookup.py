@@ -11,7 +11,7 @@ from typing import Any
 from bot.autocomplete import Autocomplete, SuggestFields
 from bot.card import Card, anchored, build_card, card_json
 from bot.extract import Panic
-from bot.families import FamilyAnalysis, default_families
+from bot.families import FamilyAnalysis, FamilyTable, default_families
 from bot.harvest import crate_of, github_url
 from bot.lint import analysis_is_suspect
 from bot.matcher import LookupResult, Match, Matcher, Reason
@@ -72,7 +72,7 @@ class PanicLookup:
         }
         self._positions = {record.id: index for index, record in enumerate(self.matcher.records)}
         self.under_review = frozenset(r.id for r in self.matcher.records if analysis_is_suspect(r))
-        self.families = catalog.families if catalog.families is not None else default_families()
+        self._families: FamilyTable | None = catalog.families
         self._families_made: dict[str, FamilyAnalysis | None] = {}
         # What autocomplete reads of every record, when stored apart (a prebuilt file): else the records.
         self._suggest_fields: Callable[[], SuggestFields] | None = None
@@ -98,7 +98,7 @@ class PanicLookup:
         lookup._versions = versions
         lookup._positions = positions
         lookup.under_review = under_review
-        lookup.families = catalog.families if catalog.families is not None else default_families()
+        lookup._families = catalog.families
         lookup._families_made = {}
         lookup._suggest_fields = suggest_fields
         lookup._dataset_versions = dataset_versions
@@ -511,6 +511,14 @@ class PanicLookup:
         best = result.best
         card = self._card(result, best, site) if best is not None else None
         return result_json(result, site, card)
+
+    @property
+    def families(self) -> FamilyTable:
+        """The catalog's families, else the embedded ones: read when a card first needs them (parsing the
+        embedded file takes ~45 ms, which a start-up that answers no paste should not pay)."""
+        if self._families is None:
+            self._families = default_families()
+        return self._families
 
     def family(self, record: Record) -> FamilyAnalysis | None:
         """The analysis of the record's family, filled with its facts (None when it has its own). Kept per

@@ -84,3 +84,10 @@ def test_an_older_release_s_card_first_says_which_release_and_commit_took_the_me
     # A release that does not raise it gets no upgrade advice.
     other = old.replace("0.20.0-pre.3", "0.20.0-pre.2")
     assert service.answer_json(service.lookup(other + "Expected Sign node\n"))["site"]["upgrade"] is None
+
+
+def test_the_families_are_read_when_a_card_first_needs_them() -> None:
+    lookup = PanicLookup(default_catalog())
+    assert lookup._families is None  # start-up pays nothing for them
+    assert lookup.card(lookup.lookup(CHECKPOINTER)) is not None
+    assert lookup._families is not None and lookup._families.families
