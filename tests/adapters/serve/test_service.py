@@ -33,7 +33,7 @@ from tests.adapters.slack.test_app import (
 )
 from tests.support.local_only import isolate
 
-SEEDS = Path(__file__).resolve().parents[3] / "bot" / "data" / "default_catalog.jsonl"
+SEEDS = Path(__file__).resolve().parents[2] / "fixtures" / "seeds.jsonl"  # the upstream seed records
 
 
 @pytest.fixture
