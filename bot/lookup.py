@@ -523,6 +523,8 @@ class PanicLookup:
     def family(self, record: Record) -> FamilyAnalysis | None:
         """The analysis of the record's family, filled with its facts (None when it has its own). Kept per
         record (a few thousand at most): a service answers the same panics again and again."""
+        if record.has_analysis:
+            return None  # its own analysis wins: the families need not even be read
         if record.id in self._families_made:
             return self._families_made[record.id]
         found = self.families.analysis_in(record, self.catalog.releases)

@@ -91,3 +91,9 @@ def test_the_families_are_read_when_a_card_first_needs_them() -> None:
     assert lookup._families is None  # start-up pays nothing for them
     assert lookup.card(lookup.lookup(CHECKPOINTER)) is not None
     assert lookup._families is not None and lookup._families.families
+
+
+def test_a_card_with_its_own_analysis_never_reads_the_families() -> None:
+    lookup = PanicLookup(default_catalog())
+    card = lookup.card(lookup.lookup(AVG_POOL))
+    assert card is not None and card.analysis == "record" and lookup._families is None
