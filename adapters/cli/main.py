@@ -276,6 +276,7 @@ def command_console(args: argparse.Namespace, out: TextIO, err: Console) -> int:
             settings.panicbot_http_port = args.port
         if not settings.console_enabled:
             raise UsageError("set PANICBOT_CONSOLE_TOKEN (or PANICBOT_CONSOLE_USERS) to turn the console on")
+        refuse_missing_database(settings.database_url.get_secret_value())  # it shows one; it makes none
         service = Service(settings, [])
         configure_logging(settings.panicbot_log_format)
         err.print(
@@ -324,6 +325,7 @@ def command_report(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     url = args.database_url or os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
     paths = catalog_paths(args.catalog, dict(os.environ))
     refuse_prebuilt(paths, args.command)
+    refuse_missing_database(url)  # a mistyped path would be an empty database, and a report of nothing
     catalog = open_catalog(paths, err)
     try:
         upgrade_database(url)
@@ -336,6 +338,16 @@ def command_report(args: argparse.Namespace, out: TextIO, err: Console) -> int:
             out.write(f"removed {removed} rows last seen more than {args.days} days ago\n")
             return EXIT_OK
         return run_report(store, [r.id for r in catalog.records], out, as_json=args.json, limit=args.limit)
+
+
+def refuse_missing_database(url: str) -> None:
+    """A UsageError for a SQLite URL whose file does not exist: commands that read what the service stored
+    never create a database (the service does, at its start)."""
+    from adapters.storage import missing_sqlite_file  # noqa: PLC0415  (loads SQLAlchemy)
+
+    missing = missing_sqlite_file(url)
+    if missing is not None:
+        raise UsageError(f"DATABASE_URL: no database at {missing}")
 
 
 def command_discord(args: argparse.Namespace, out: TextIO, err: Console) -> int:

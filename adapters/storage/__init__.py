@@ -4,6 +4,7 @@
 database to the current schema (Alembic migrations in `migrations/`). Run it at start-up, before the store.
 """
 
+from adapters.storage.engine import missing_sqlite_file
 from adapters.storage.errors import StorageError
 from adapters.storage.migrate import upgrade_database
 from adapters.storage.store import RecordVotes, Report, SqlStore, UnmatchedPanicSummary, panic_fingerprint
@@ -14,6 +15,7 @@ __all__ = [
     "SqlStore",
     "StorageError",
     "UnmatchedPanicSummary",
+    "missing_sqlite_file",
     "panic_fingerprint",
     "upgrade_database",
 ]

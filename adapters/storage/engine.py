@@ -10,10 +10,12 @@ kept.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
 
 DEFAULT_CONNECT_TIMEOUT_SECONDS = 5
 DEFAULT_STATEMENT_TIMEOUT_SECONDS = 30
@@ -56,3 +58,19 @@ def make_engine(
     extra: Mapping[str, Any] = options.pop("connect_args", None) or {}
     connect_args = {**timeout_connect_args(url, connect_timeout, statement_timeout), **extra}
     return create_engine(url, connect_args=connect_args, **options)
+
+
+def missing_sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names, when it does not exist (SQLite would create it, empty, on connecting);
+    None for any other URL, an in-memory database, or one SQLAlchemy cannot read (its own error says why)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return None
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):  # a URI filename (`?uri=true`): SQLite's own syntax, left to it
+        return None
+    path = Path(database).absolute()
+    return None if path.exists() else path

@@ -1,13 +1,18 @@
-"""`run_report`: the rich tables and the JSON object, from a SQLite store filled by real lookups."""
+"""`run_report`: the rich tables and the JSON object, from a SQLite store filled by real lookups; `report`,
+`prune` and `console` never create a database that is not there."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from adapters.cli.main import EXIT_USAGE, main
 from adapters.cli.report import run_report
 from adapters.storage import SqlStore, upgrade_database
 from bot.lookup import PanicLookup
@@ -102,3 +107,46 @@ def test_database_failure_is_one_line_without_the_password() -> None:
     assert (code, out) == (1, "")
     assert err.startswith("panicbot: building the report failed on postgresql+psycopg://panicbot:***@")
     assert SECRET_PASSWORD not in err and len(err.strip().splitlines()) == 1
+
+
+SEEDS_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "seeds.jsonl"
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["report"], ["report", "--json", "--catalog", str(SEEDS_FILE)], ["prune", "--days", "1"]],
+    ids=["report", "report-json", "prune"],
+)
+def test_a_missing_sqlite_file_is_named_and_never_created(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "panicbto.db"  # mistyped
+    out = io.StringIO()
+    code = main([*command, "--database-url", f"sqlite:///{missing}"], out=out)
+    err = capsys.readouterr().err
+    # Before: an empty database made there, and "every pasted panic had a record".
+    assert code == EXIT_USAGE, err
+    assert err.strip() == f"panicbot: DATABASE_URL: no database at {missing}"
+    assert out.getvalue() == ""
+    assert not missing.exists()
+
+
+def test_the_console_never_creates_a_missing_database(tmp_path: Path) -> None:
+    missing = tmp_path / "panicbto.db"
+    environ = {
+        **{k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")},
+        "NO_PROXY": "127.0.0.1",
+        "DATABASE_URL": f"sqlite:///{missing}",
+        "PANICBOT_CONSOLE_TOKEN": "console-test-token",
+        "PANICBOT_CATALOG": str(SEEDS_FILE),
+        "PANICBOT_HTTP_HOST": "127.0.0.1",
+    }
+    command = [sys.executable, "-m", "adapters.cli.main", "console", "--port", "0"]
+    # Before: the database made, and the console served over it (until this timeout).
+    done = subprocess.run(
+        command, check=False, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert done.stderr.strip() == f"panicbot: DATABASE_URL: no database at {missing}"
+    assert not missing.exists()
