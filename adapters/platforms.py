@@ -1,19 +1,49 @@
-"""The chat platforms panicbot can serve, and what `panicbot serve` offers each one (`Host`). The service
-and the CLI loop over `REGISTRY`; a platform's module is imported only when it is served, so `panicbot
-lookup` never loads a chat SDK."""
+"""The chat platforms panicbot can serve, and what `panicbot serve` offers each one (`Host`), with the one
+policy every platform follows while it cannot be reached at start-up (`until_reachable`). The service and the
+CLI loop over `REGISTRY`; a platform's module is imported only when it is served, so `panicbot lookup` never
+loads a chat SDK."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
 from adapters.local_memory import FeedbackStore
 from adapters.observe import Observer
+from adapters.settings import PlatformUnreachable
 from bot import Lookup
+
+T = TypeVar("T")
+
+# While a platform cannot be reached at start-up, it is asked again after this long, doubled per attempt up to
+# the last (the same for every platform; read when used, so a test can shorten them).
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 30.0
+
+
+async def until_reachable(attempt: Callable[[], Awaitable[T]], log: logging.Logger) -> T:
+    """`attempt()`'s result once the platform answers.
+
+    `attempt` raises `PlatformUnreachable` while the platform cannot be reached (network, DNS, a timeout, its
+    outage), its message naming the platform, where and why: that is retried with backoff, one log line per
+    attempt and no traceback, for as long as it takes (the service stays up, `/readyz` 503 meanwhile). A
+    refused credential (`PlatformRefused`) or anything else ends it at once."""
+    delay, count = RETRY_FIRST_SECONDS, 0
+    while True:
+        count += 1
+        try:
+            return await attempt()
+        except PlatformUnreachable as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else "unreachable"
+            log.warning("%s; attempt %d, next in %g s", reason, count, delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, RETRY_MAX_SECONDS)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from discord.http import Route
 
 from adapters.discord.bot import DiscordState, build_client
 from adapters.discord.settings import DiscordSettings, load_discord_settings
-from adapters.platforms import Host, ServeOptions
+from adapters.platforms import Host, ServeOptions, until_reachable
 from adapters.settings import PlatformRefused, PlatformUnreachable
 from bot import Catalog, Lookup, PanicLookup
 
@@ -93,11 +93,24 @@ class ScrubPayloads(logging.Filter):
         return True
 
 
+class OneLineReconnects(logging.Filter):
+    """discord.py logs a traceback with every attempt to reconnect the gateway ("Attempting a reconnect in
+    1.23s"): one line per attempt instead, as for every platform, with the reason at its end."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None and "reconnect" in str(record.msg).lower():
+            record.msg, record.args = f"{record.getMessage()} ({_reason(error)})", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 def quiet_discord_logs() -> None:
     for name in DISCORD_LOGGERS:
         logger = logging.getLogger(name)
-        if not any(isinstance(existing, ScrubPayloads) for existing in logger.filters):
-            logger.addFilter(ScrubPayloads())
+        for kind in (ScrubPayloads, OneLineReconnects):
+            if not any(isinstance(existing, kind) for existing in logger.filters):
+                logger.addFilter(kind())
 
 
 @contextlib.contextmanager
@@ -114,12 +127,48 @@ def discord_api(url: str) -> Iterator[None]:
         Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = base, gateway
 
 
+# What says Discord cannot be reached (rather than refused): no connection, a timeout, its 5xx outage (after
+# discord.py's own retries), the gateway's address not given.
+UNREACHABLE = (
+    aiohttp.ClientError,
+    OSError,
+    TimeoutError,
+    discord.DiscordServerError,
+    discord.GatewayNotFound,
+)
+
+
+async def _logged_in(
+    settings: DiscordSettings, service: Lookup, state: DiscordState | None, token: str
+) -> discord.Client:
+    """A client logged in over REST (and its setup hook run), or `PlatformUnreachable`; a refused token is a
+    `StartupError`. A client that failed is closed: each attempt gets a new one."""
+    client = build_client(settings, service, state)
+    try:
+        await client.login(token)
+    except discord.LoginFailure:
+        await client.close()
+        log.error("%s", TOKEN_HELP)
+        raise StartupError(TOKEN_HELP) from None
+    except UNREACHABLE as exc:
+        await client.close()
+        raise PlatformUnreachable(
+            f"Discord is not reachable at {settings.discord_api_url} ({_reason(exc)})"
+        ) from None
+    except BaseException:
+        await client.close()
+        raise
+    return client
+
+
 async def run_discord(settings: DiscordSettings, service: Lookup, state: DiscordState | None = None) -> None:
     """Connect (all configured shards) and answer until cancelled or closed. Commands are not synced here:
-    Discord allows 200 command creates a day per guild, so that is `sync_commands`' job, on demand."""
+    Discord allows 200 command creates a day per guild, so that is `sync_commands`' job, on demand.
+
+    While Discord cannot be reached the login is retried as every platform's start is (`until_reachable`);
+    once logged in, discord.py reconnects the gateway by itself."""
     quiet_discord_logs()
     with discord_api(settings.discord_api_url):
-        client = build_client(settings, service, state)
         help_channels = len(settings.discord_help_channel_ids)
         log.info(
             "connecting to Discord (%s; auto-reply in %d channel%s; %d records)",
@@ -130,16 +179,16 @@ async def run_discord(settings: DiscordSettings, service: Lookup, state: Discord
             "" if help_channels == 1 else "s",
             len(service.matcher.records),
         )
+        token = settings.discord_token.get_secret_value()
+        client = await until_reachable(lambda: _logged_in(settings, service, state, token), log)
         try:
-            async with client:
-                await client.start(settings.discord_token.get_secret_value())
+            await client.connect()
         except discord.PrivilegedIntentsRequired:
             message = intent_help(client.application_id)
             log.error("%s", message)
             raise StartupError(message) from None
-        except discord.LoginFailure:
-            log.error("%s", TOKEN_HELP)
-            raise StartupError(TOKEN_HELP) from None
+        finally:
+            await client.close()
 
 
 async def sync_commands(settings: DiscordSettings) -> list[str]:

@@ -38,12 +38,23 @@ COMMENT_PAGES = 3  # looking for our own comment: at most 300 comments of an iss
 
 
 class GitHubApiError(Exception):
-    """GitHub refused a request; `status` is its HTTP status (0: no answer). The text names the route and
-    GitHub's short message, never a token or a body we sent."""
+    """GitHub refused a request; `status` is its HTTP status (0: no answer, `GitHubUnreachable`). The text
+    names the route and GitHub's short message, never a token or a body we sent."""
 
     def __init__(self, status: int, route: str, message: str = "") -> None:
         super().__init__(f"{route}: {status} {message}".strip())
         self.status, self.route, self.message = status, route, message
+
+
+class GitHubUnreachable(GitHubApiError):
+    """No answer from GitHub at all (no connection, DNS, a timeout): not a refusal of anything we sent."""
+
+    def __init__(self, base_url: str, route: str, reason: str) -> None:
+        super().__init__(0, route, reason)
+        self.base_url = base_url
+
+    def __str__(self) -> str:
+        return f"GitHub unreachable at {self.base_url} ({self.route}: {self.message})"
 
 
 class Auth(Protocol):
@@ -212,6 +223,7 @@ class GitHubApi:
                     raise GitHubApiError(429, route, f"rate limited for {wait:.0f} s more: given up")
                 await self._sleep(wait)
             token = bearer or await self.auth.token(self, installation)
+            status = 0
             headers = {
                 "Accept": "application/vnd.github+json",
                 "Authorization": f"Bearer {token}",
@@ -225,8 +237,10 @@ class GitHubApi:
                     status = response.status
                     data = await response.json(content_type=None) if status != 204 else None
                     response_headers = response.headers
-            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-                raise GitHubApiError(0, route, exc.__class__.__name__) from None
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                raise GitHubUnreachable(self.base_url, route, exc.__class__.__name__) from None
+            except ValueError:  # an answer, but not GitHub's JSON (a proxy's error page, say)
+                raise GitHubApiError(status, route, "an answer that is not JSON") from None
             if 200 <= status < 300:
                 return data
             message = str(data.get("message", ""))[:200] if isinstance(data, dict) else ""
@@ -242,6 +256,11 @@ class GitHubApi:
         raise GitHubApiError(401, route, "refused twice")
 
     # -- the calls the adapter makes ----------------------------------------------------------------------
+
+    async def the_app(self, app_jwt: str) -> dict[str, Any]:
+        """`GET /app` with the app's JWT: GitHub's answer checks the App ID and the private key together."""
+        app = await self.call("GET", "/app", bearer=app_jwt, route="app")
+        return app if isinstance(app, dict) else {}
 
     async def create_comment(
         self, repo: str, number: int, body: str, installation: int | None

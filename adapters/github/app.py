@@ -37,11 +37,13 @@ from adapters.github.api import (
     Auth,
     GitHubApi,
     GitHubApiError,
+    GitHubUnreachable,
     TokenAuth,
 )
 from adapters.github.settings import GitHubSettings, load_github_settings, read_private_key
 from adapters.local_memory import ExpiringMap
-from adapters.platforms import Host, ServeOptions
+from adapters.platforms import Host, ServeOptions, until_reachable
+from adapters.settings import PlatformRefused, PlatformUnreachable
 from adapters.webhooks import read_body
 from bot import Card, Lookup, LookupResult
 
@@ -326,6 +328,10 @@ class GitHubHandlers:
     # -- GitHub calls that never raise ---------------------------------------------------------------------
 
     def refused(self, exc: GitHubApiError) -> None:
+        if isinstance(exc, GitHubUnreachable):  # no answer at all: nothing was refused
+            self.state.observer.api_error(NAME, "unreachable")
+            log.warning("%s", exc)
+            return
         self.state.observer.api_error(NAME, str(exc.status))
         log.warning("GitHub refused %s (%s)", exc.route, exc.status)
 
@@ -459,6 +465,43 @@ def build_auth(settings: GitHubSettings) -> Auth:
     return TokenAuth(settings.github_token.get_secret_value())
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+async def check_app(api: GitHubApi, auth: AppAuth, settings: GitHubSettings) -> dict[str, Any]:
+    """The app as GitHub knows it (`GET /app` with its JWT), once GitHub answers. An App ID or a key GitHub
+    refuses is a `PlatformRefused` naming the variables (GitHub cannot tell which of the two is wrong); no
+    answer, GitHub's outage or a rate limit is retried as every platform's start is (`until_reachable`)."""
+    key = "GITHUB_PRIVATE_KEY" if settings.github_private_key is not None else "GITHUB_PRIVATE_KEY_FILE"
+
+    async def attempt() -> dict[str, Any]:
+        try:
+            return await api.the_app(auth.app_jwt())
+        except GitHubUnreachable as exc:
+            raise PlatformUnreachable(str(exc)) from None
+        except GitHubApiError as exc:
+            said = _one_line(f"{exc.status} {exc.message}")
+            if exc.status >= 500 or exc.status == 429 or "rate limit" in exc.message.lower():
+                raise PlatformUnreachable(f"GitHub unreachable at {api.base_url} (app: {said})") from None
+            raise PlatformRefused(
+                f"GitHub refused the app's credentials ({said}): check GITHUB_APP_ID (the App ID on the "
+                f"app's settings page) and {key} (a private key generated on that same page)"
+            ) from None
+
+    app = await until_reachable(attempt, log)
+    slug = _text(app.get("slug"))
+    if slug and slug != settings.github_app_slug:
+        log.warning(
+            "GitHub names this app %r but GITHUB_APP_SLUG is %r: mentions of @%s are not answered",
+            slug,
+            settings.github_app_slug,
+            slug,
+        )
+    log.info("GitHub accepted app %s (%s)", settings.github_app_id, slug or "no slug")
+    return app
+
+
 class GitHubPlatform:
     """GitHub inside `panicbot serve`: the webhook on the service's HTTP port, the REST API on one session."""
 
@@ -473,7 +516,8 @@ class GitHubPlatform:
             cooldown_seconds=COOLDOWN_SECONDS, observer=host.observer, feedback=host.feedback, **shared
         )
         session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS))
-        api = GitHubApi(session, settings.github_api_url, build_auth(settings))
+        auth = build_auth(settings)
+        api = GitHubApi(session, settings.github_api_url, auth)
         handlers = GitHubHandlers(settings, host.live, state, api)
         add_github_routes(
             host.web_app,
@@ -491,7 +535,14 @@ class GitHubPlatform:
         # Replies in flight finish before the session closes; deliveries meanwhile get a 503.
         host.on_stop(state.drain, before_close=True)
         host.on_close(close)
-        host.ready_when(self.name, lambda: not session.closed)
+        if isinstance(auth, AppAuth):
+            # The app's credentials are checked before GitHub is ready, in the background: deliveries are
+            # acknowledged meanwhile, and a refused App ID or key ends start-up naming the variable.
+            checked = asyncio.Event()
+            host.ready_when(self.name, lambda: checked.is_set() and not session.closed)
+            host.run_for_life(self._checked(api, auth, settings, checked), "GitHub")
+        else:
+            host.ready_when(self.name, lambda: not session.closed)
         repos = len(settings.github_auto_reply_repos)
         log.info(
             "GitHub webhook on %s (%s; auto-reply in %d repositor%s)",
@@ -501,6 +552,13 @@ class GitHubPlatform:
             "y" if repos == 1 else "ies",
         )
         return state
+
+    async def _checked(
+        self, api: GitHubApi, auth: AppAuth, settings: GitHubSettings, checked: asyncio.Event
+    ) -> None:
+        await check_app(api, auth, settings)
+        checked.set()
+        await asyncio.Event().wait()  # GitHub posts to the service's port until it stops
 
 
 PLATFORM = GitHubPlatform()

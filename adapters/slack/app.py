@@ -9,16 +9,25 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import aiohttp
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.authorization.async_authorize import AsyncAuthorize
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.logger.messages import (
+    warning_client_prioritized_and_token_skipped,
+    warning_token_skipped,
+)
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters import chat
 from adapters.slack import render
@@ -38,6 +47,8 @@ REPLY_GONE_ERRORS = frozenset({"message_not_found", "channel_not_found", "is_arc
 _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 # Messages that are someone's words; joins, topic changes, bot posts and the like are not.
 _AUTO_REPLY_SUBTYPES = {None, "thread_broadcast", "file_share"}
+# How a call to Slack fails: Slack's refusal (SlackApiError) or no answer at all (after the client's retries).
+SLACK_FAILURES = (SlackClientError, aiohttp.ClientError, OSError, TimeoutError)
 
 
 class SlackState(chat.ChatState[tuple[str, ...]]):
@@ -87,27 +98,108 @@ class NoRequestBodies(logging.Filter):
         return True
 
 
+class NoTokenNotes(logging.Filter):
+    """Bolt reads SLACK_BOT_TOKEN from the environment even when it is given a client (which holds that very
+    token) and an `authorize`, then warns that the variable "will be unused" or "will be ignored": true of
+    Bolt's copy, false of the bot's, and alarming to an operator at every start."""
+
+    _NOTES = frozenset({warning_client_prioritized_and_token_skipped(), warning_token_skipped()})
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() not in self._NOTES
+
+
 def bolt_logger() -> logging.Logger:
     """The base logger Bolt's loggers copy their level, handlers and filters from (slack_bolt.logger).
 
     Without one Bolt copies the root's level onto each, overriding what `slack_bolt` was set to; left at
-    NOTSET here, they follow `slack_bolt`'s level, and the filter keeps request bodies out of their lines."""
+    NOTSET here, they follow `slack_bolt`'s level, and the filters keep request bodies (and Bolt's notes on
+    a token it does not use) out of their lines."""
     logger = logging.getLogger(BOLT_LOGGER)
+    if not any(isinstance(existing, NoTokenNotes) for existing in logger.filters):
+        logger.filters.insert(0, NoTokenNotes())  # first: NoRequestBodies cuts these notes short
     if not any(isinstance(existing, NoRequestBodies) for existing in logger.filters):
         logger.addFilter(NoRequestBodies())
     return logger
+
+
+def _failure_name(exc: BaseException) -> str:
+    """Slack's error code (`not_in_channel`), else what kept Slack from answering (`ClientConnectorError`)."""
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error"))
+    return exc.__class__.__name__
+
+
+class SlackAuthorization(AsyncAuthorize):
+    """Who the bot is, for every request Bolt handles: the bot token's `auth.test`, asked once.
+
+    Bolt's own single-workspace authorization asks `auth.test` on the first request, and answers that request
+    500 when Slack's Web API cannot be reached. The service checks the token at start-up and hands Slack's
+    answer over (`remember`); a request that comes first (Slack unreachable meanwhile) is authorized with the
+    token alone: it is acknowledged, and its reply fails as any call to an unreachable Slack does (logged and
+    counted). With `ask_on_request` (no start-up check), the first request asks, and a failure is not kept."""
+
+    def __init__(self, token: str, *, ask_on_request: bool = True) -> None:
+        self.token, self.ask_on_request = token, ask_on_request
+        self.known: AuthorizeResult | None = None
+
+    def remember(self, auth_test: AsyncSlackResponse) -> None:
+        """Slack's answer to `auth.test` for the bot token (what Bolt's own authorization keeps of it)."""
+        self.known = AuthorizeResult(
+            enterprise_id=auth_test.get("enterprise_id"),
+            team_id=auth_test.get("team_id"),
+            bot_id=auth_test.get("bot_id"),
+            bot_user_id=auth_test.get("user_id"),
+            bot_token=self.token,
+            bot_scopes=auth_test.headers.get("x-oauth-scopes"),
+        )
+
+    async def __call__(
+        self,
+        *,
+        context: AsyncBoltContext,
+        enterprise_id: str | None,
+        team_id: str | None,
+        user_id: str | None,
+        actor_enterprise_id: str | None = None,
+        actor_team_id: str | None = None,
+        actor_user_id: str | None = None,
+    ) -> AuthorizeResult:
+        if self.known is None and self.ask_on_request:
+            try:
+                self.remember(await context.client.auth_test(token=self.token))
+            except SLACK_FAILURES as exc:
+                log.warning("auth.test failed: %s", _failure_name(exc))
+        known = self.known
+        if known is None:
+            return AuthorizeResult(
+                enterprise_id=enterprise_id, team_id=team_id, user_id=user_id, bot_token=self.token
+            )
+        # The requester is this request's user, as in Bolt's own single-workspace authorization.
+        return AuthorizeResult(
+            enterprise_id=known.enterprise_id,
+            team_id=known.team_id,
+            bot_id=known.bot_id,
+            bot_user_id=known.bot_user_id,
+            bot_token=self.token,
+            bot_scopes=known.bot_scopes,
+            user_id=user_id,
+        )
 
 
 def build_slack_app(
     settings: SlackSettings,
     service: Lookup,
     state: SlackState | None = None,
+    authorization: SlackAuthorization | None = None,
 ) -> AsyncApp:
     """The Bolt app with every listener registered; the same app serves HTTP and Socket Mode."""
     state = state or SlackState(cooldown_seconds=settings.slack_auto_reply_cooldown_seconds)
     secret = settings.slack_signing_secret
+    token = settings.slack_bot_token.get_secret_value()
     app = AsyncApp(
         client=build_web_client(settings),
+        authorize=authorization or SlackAuthorization(token),
         logger=bolt_logger(),
         name=BOLT_LOGGER,  # listener loggers are named after the app: keep them under `slack_bolt` too
         signing_secret=secret.get_secret_value() if secret else None,
@@ -191,19 +283,16 @@ class SlackReplier:
             await self.client.chat_update(
                 channel=reply.channel, ts=reply.reply_id, text=message.text, blocks=message.blocks
             )
-        except SlackApiError as exc:
-            error = str(exc.response.get("error"))
-            self.handlers.state.observer.api_error(PLATFORM, error)
-            log.warning("chat.update failed in %s: %s", reply.channel, error)
+        except SLACK_FAILURES as exc:
+            error = self.handlers.failed("chat.update", exc, reply.channel)
             return chat.Update.GONE if error in REPLY_GONE_ERRORS else chat.Update.FAILED
         return chat.Update.DONE
 
     async def delete(self, reply: chat.PostedReply) -> None:
         try:
             await self.client.chat_delete(channel=reply.channel, ts=reply.reply_id)
-        except SlackApiError as exc:
-            self.handlers.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
-            log.warning("chat.delete failed in %s: %s", reply.channel, exc.response.get("error"))
+        except SLACK_FAILURES as exc:
+            self.handlers.failed("chat.delete", exc, reply.channel)
 
 
 class _Handlers:
@@ -258,6 +347,17 @@ class _Handlers:
     async def on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("slack handler failed (%s): %s", body.get("type"), error.__class__.__name__, exc_info=error)
 
+    def failed(self, call: str, exc: BaseException, channel: str | None = None) -> str:
+        """A Slack call that failed (refused, or no answer after the client's retries): counted by the
+        observers, logged in one line, never raised. Slack's error code, else the failure's name."""
+        error = _failure_name(exc)
+        self.state.observer.api_error(PLATFORM, error)
+        if channel:
+            log.warning("%s failed in %s: %s", call, channel, error)
+        else:
+            log.warning("%s failed: %s", call, error)
+        return error
+
     def _replier(self, client: AsyncWebClient, channel: str, thread_ts: str | None = None) -> SlackReplier:
         return SlackReplier(self, client, channel, thread_ts)
 
@@ -286,8 +386,8 @@ class _Handlers:
                 await client.chat_postEphemeral(
                     channel=channel, user=user, text=chat.RATE_LIMITED_MESSAGE, thread_ts=thread_ts
                 )
-            except SlackApiError as exc:
-                log.warning("chat.postEphemeral failed in %s: %s", channel, exc.response.get("error"))
+            except SLACK_FAILURES as exc:
+                self.failed("chat.postEphemeral", exc, channel)
             return
         text = strip_mentions(event.get("text", ""))
         answer = await self.flows.answer_off_loop(text) if text else None
@@ -430,9 +530,8 @@ class _Handlers:
                 text=message.text,
                 blocks=message.blocks,
             )
-        except SlackApiError as exc:
-            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
-            log.warning("chat.update after a vote failed: %s", exc.response.get("error"))
+        except SLACK_FAILURES as exc:
+            self.failed("chat.update after a vote", exc)
 
     # -- Slack calls that never raise -----------------------------------------------------------------
 
@@ -441,9 +540,8 @@ class _Handlers:
             replies = await client.conversations_replies(
                 channel=channel, ts=thread_ts, limit=1, inclusive=True
             )
-        except SlackApiError as exc:
-            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
-            log.warning("conversations.replies failed in %s: %s", channel, exc.response.get("error"))
+        except SLACK_FAILURES as exc:
+            self.failed("conversations.replies", exc, channel)
             return ""
         messages = replies.get("messages") or []
         return strip_mentions(messages[0].get("text", "")) if messages else ""
@@ -460,12 +558,8 @@ class _Handlers:
                 blocks=message.blocks,
                 unfurl_links=False,
             )
-        except SlackApiError as exc:
-            self.state.observer.api_error(PLATFORM, str(exc.response.get("error")))
-            log.warning("chat.postMessage failed in %s: %s", channel, exc.response.get("error"))
-            return None
-        except Exception as exc:  # timeouts and connection errors after the retries
-            log.warning("chat.postMessage failed in %s: %s", channel, exc.__class__.__name__)
+        except SLACK_FAILURES as exc:  # refused, or timeouts and connection errors after the retries
+            self.failed("chat.postMessage", exc, channel)
             return None
         ts = response.get("ts")
         return ts if isinstance(ts, str) else None
@@ -476,10 +570,11 @@ class _Handlers:
                 response = await respond(**options)
             else:
                 response = await respond(text=message.text, blocks=message.blocks, **options)
-        except Exception as exc:  # response_url unreachable
-            log.warning("response_url post failed: %s", exc.__class__.__name__)
+        except SLACK_FAILURES as exc:  # response_url unreachable
+            self.failed("response_url post", exc)
             return
         status = getattr(response, "status_code", 200)
         if isinstance(status, int) and status >= 400:
             # The webhook client returns Slack's refusal (expired_url after 30 minutes) instead of raising.
+            self.state.observer.api_error(PLATFORM, f"response_url {status}")
             log.warning("response_url post refused: %s %s", status, getattr(response, "body", ""))

@@ -31,9 +31,9 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
 
 from adapters.chat import shared_replies
-from adapters.platforms import Host, ServeOptions
-from adapters.settings import PlatformRefused
-from adapters.slack.app import SIGNATURE_CHECKED, SlackState, build_slack_app
+from adapters.platforms import Host, ServeOptions, until_reachable
+from adapters.settings import PlatformRefused, PlatformUnreachable
+from adapters.slack.app import SIGNATURE_CHECKED, SlackAuthorization, SlackState, build_slack_app
 from adapters.slack.settings import SlackSettings, load_slack_settings
 from adapters.webhooks import read_body
 
@@ -301,18 +301,14 @@ TOKEN_HELP = {
     "SLACK_BOT_TOKEN": "copy the Bot User OAuth Token (xoxb-) again from the app's Install App page",
     "SLACK_APP_TOKEN": "make an app-level token with connections:write (Basic Information, App-Level Tokens)",
 }
-# Start-up retries while Slack is unreachable: first wait, doubled per attempt up to the last.
-RETRY_FIRST_SECONDS = 1.0
-RETRY_MAX_SECONDS = 30.0
 
 
 async def until_slack_answers(call: Callable[[], Awaitable[Any]], variable: str) -> Any:
     """`call()`'s answer once Slack gives one. A refused token ends start-up with a `PlatformRefused` naming
-    `variable`; an unreachable Slack (network, timeout, its outage, a rate limit) is retried with backoff,
-    one log line per attempt and no traceback."""
-    delay, attempt = RETRY_FIRST_SECONDS, 0
-    while True:
-        attempt += 1
+    `variable`; an unreachable Slack (network, timeout, its outage, a rate limit) is retried as every platform
+    is (`until_reachable`: backoff, one log line per attempt, no traceback)."""
+
+    async def attempt() -> Any:
         try:
             return await call()
         except SlackApiError as exc:
@@ -322,11 +318,9 @@ async def until_slack_answers(call: Callable[[], Awaitable[Any]], variable: str)
             reason = f"Slack answered {error or exc.response.status_code}"
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             reason = f"{exc.__class__.__name__}: {exc}" if str(exc) else exc.__class__.__name__
-        log.warning(
-            "Slack is not reachable (%s); attempt %d, next in %.0f s", reason.splitlines()[0], attempt, delay
-        )
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, RETRY_MAX_SECONDS)
+        raise PlatformUnreachable(f"Slack is not reachable ({reason.splitlines()[0]})")
+
+    return await until_reachable(attempt, log)
 
 
 class _OneLine(logging.Filter):
@@ -369,7 +363,10 @@ class SlackPlatform:
         state = SlackState(
             cooldown_seconds=cooldown, observer=host.observer, feedback=host.feedback, **shared
         )
-        app = build_slack_app(settings, host.live, state)
+        # Bolt learns who the bot is from the start-up check below, never from a request (which would wait
+        # for Slack's Web API, and answer Slack 500 while it is unreachable).
+        authorization = SlackAuthorization(settings.slack_bot_token.get_secret_value(), ask_on_request=False)
+        app = build_slack_app(settings, host.live, state, authorization)
         # One connection pool for every Web API call: slack_sdk otherwise opens a session (and a TCP
         # connection) per call, which under a burst of replies costs the event loop more than the replies.
         session = aiohttp.ClientSession()
@@ -387,7 +384,7 @@ class SlackPlatform:
             add_slack_routes(host.web_app, app, read_timeout=host.http_read_timeout)
             checked = asyncio.Event()
             host.ready_when(self.name, checked.is_set)
-            host.run_for_life(self._http_mode(app, checked), "Slack")
+            host.run_for_life(self._http_mode(app, authorization, checked), "Slack")
             return state
         assert settings.slack_app_token is not None  # load_slack_settings checked it
         app_token = settings.slack_app_token.get_secret_value()
@@ -395,16 +392,24 @@ class SlackPlatform:
         handler.client.logger.addFilter(_OneLine())
         host.ready_when(self.name, lambda: socket_connected(handler))
         host.on_close(handler.close_async)
-        host.run_for_life(self._socket_mode(app, handler, app_token), "Slack")
+        host.run_for_life(self._socket_mode(app, authorization, handler, app_token), "Slack")
         return state
 
-    async def _http_mode(self, app: AsyncApp, checked: asyncio.Event) -> None:
-        await until_slack_answers(app.client.auth_test, "SLACK_BOT_TOKEN")
+    async def _http_mode(
+        self, app: AsyncApp, authorization: SlackAuthorization, checked: asyncio.Event
+    ) -> None:
+        authorization.remember(await until_slack_answers(app.client.auth_test, "SLACK_BOT_TOKEN"))
         checked.set()
         await asyncio.Event().wait()  # Slack posts to the service's port until it stops
 
-    async def _socket_mode(self, app: AsyncApp, handler: AsyncSocketModeHandler, app_token: str) -> None:
-        await until_slack_answers(app.client.auth_test, "SLACK_BOT_TOKEN")
+    async def _socket_mode(
+        self,
+        app: AsyncApp,
+        authorization: SlackAuthorization,
+        handler: AsyncSocketModeHandler,
+        app_token: str,
+    ) -> None:
+        authorization.remember(await until_slack_answers(app.client.auth_test, "SLACK_BOT_TOKEN"))
         await until_slack_answers(
             lambda: app.client.apps_connections_open(app_token=app_token), "SLACK_APP_TOKEN"
         )

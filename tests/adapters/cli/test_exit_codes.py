@@ -6,16 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import signal
 import socket
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
+from adapters import platforms
 from adapters.cli.main import EXIT_USAGE, main
 from adapters.settings import SettingsError
-from adapters.slack import server as slack_server
 from adapters.slack.settings import load_slack_settings
 from tests.adapters.discord.fake_discord import FakeDiscord
+from tests.adapters.github.fake_github import APP_ID, FakeGitHub
+from tests.adapters.github.test_app import KEY, KEY_PEM
+from tests.adapters.github.test_app import SECRET as GITHUB_SECRET
 from tests.adapters.slack.fake_slack import FakeSlack
 from tests.adapters.slack.test_app import BOT_TOKEN, SIGNING_SECRET
 from tests.support.local_only import isolate
@@ -31,8 +38,16 @@ VARIABLES = (
     "SLACK_AUTO_REPLY_CHANNELS",
     "PANICBOT_CATALOG",
     "PANICBOT_HTTP_PORT",
+    "GITHUB_WEBHOOK_SECRET",
+    "GITHUB_APP_ID",
+    "GITHUB_PRIVATE_KEY",
+    "GITHUB_PRIVATE_KEY_FILE",
+    "GITHUB_TOKEN",
+    "GITHUB_API_URL",
 )
 DISCORD_TOKEN = "discord-test-token"
+ROOT = Path(__file__).resolve().parents[3]
+SEEDS = ROOT / "tests" / "fixtures" / "seeds.jsonl"
 EXIT_UNAVAILABLE, EXIT_REFUSED = 69, 77  # README, "Running it as a service"
 
 
@@ -86,7 +101,7 @@ def test_sync_commands_with_a_refused_token_is_refused(
 def test_serve_with_a_refused_slack_token_exits_refused_naming_it(
     env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    env.setattr(slack_server, "RETRY_FIRST_SECONDS", 0.05, raising=False)
+    env.setattr(platforms, "RETRY_FIRST_SECONDS", 0.05, raising=False)
 
     async def scenario() -> tuple[int, str]:
         async with FakeSlack("xoxb-the-token-slack-knows") as fake:
@@ -99,6 +114,40 @@ def test_serve_with_a_refused_slack_token_exits_refused_naming_it(
     code, err = asyncio.run(scenario())
     assert code == EXIT_REFUSED, err
     assert "SLACK_BOT_TOKEN" in err and "invalid_auth" in err and BOT_TOKEN not in err
+
+
+def test_serve_github_with_a_refused_app_id_exits_refused_naming_it(env: pytest.MonkeyPatch) -> None:
+    async def scenario() -> tuple[int | None, str]:
+        async with FakeGitHub(public_key=KEY.public_key()) as fake:
+            environ = {
+                **os.environ,
+                "GITHUB_WEBHOOK_SECRET": GITHUB_SECRET,
+                "GITHUB_APP_ID": str(APP_ID + 1),  # mistyped
+                "GITHUB_PRIVATE_KEY": KEY_PEM,
+                "GITHUB_API_URL": fake.api_url,
+                "PANICBOT_CATALOG": str(SEEDS),
+            }
+            process = await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "adapters.cli.main", "serve", "github", "--port", "0"),
+                cwd=ROOT,
+                env=environ,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # its worker processes go with it, and the pipe closes
+            )
+            try:
+                _, stderr = await asyncio.wait_for(process.communicate(), timeout=30)
+            except TimeoutError:  # before: ready, and serving until this timeout
+                os.killpg(process.pid, signal.SIGKILL)
+                await process.wait()
+                return None, "still serving after 30 s"
+            return process.returncode, stderr.decode()
+
+    code, err = asyncio.run(scenario())
+    assert code == EXIT_REFUSED, err
+    [line] = [line for line in err.splitlines() if line.startswith("panicbot: ")]  # the rest: JSON logs
+    assert "GITHUB_APP_ID" in line
+    assert GITHUB_SECRET not in err and "PRIVATE KEY" not in err
 
 
 @pytest.mark.parametrize("port", ["99999", "-1", "http"])

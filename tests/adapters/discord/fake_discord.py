@@ -448,7 +448,7 @@ class _Socket:
 class FakeDiscord:
     """Discord's side of everything the bot does, on a free port of 127.0.0.1."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, *, port: int = 0) -> None:
         self.token = token
         self.calls: list[Call] = []
         self.problems: list[str] = []
@@ -468,7 +468,7 @@ class FakeDiscord:
         self._failures: dict[str, list[_Failure]] = {}
         self._sockets: list[_Socket] = []
         self._runner: web.AppRunner | None = None
-        self.port = 0
+        self.port = port  # 0: any free one
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -501,7 +501,7 @@ class FakeDiscord:
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, HOST, 0).start()
+        await web.TCPSite(self._runner, HOST, self.port).start()
         self.port = self._runner.addresses[0][1]
         return self
 

@@ -1147,3 +1147,29 @@ def test_record_keys_of_a_prebuilt_catalog_read_none_of_its_records(tmp_path: Pa
     assert handlers.keys.resolve(AVG_POOL_ID) == AVG_POOL_ID
     assert records.validations == 0
     assert sorted(service.record_ids()) == sorted(record.id for record in catalog.records)
+
+
+@pytest.mark.parametrize(
+    ("name", "message", "args"),
+    [
+        ("discord.client", "Attempting a reconnect in %.2fs", (1.5,)),
+        ("discord.shard", "Attempting a reconnect for shard ID %s in %.2fs", (0, 1.5)),
+    ],
+)
+def test_a_gateway_reconnect_attempt_is_one_log_line(name: str, message: str, args: tuple[Any, ...]) -> None:
+    """discord.py logs each attempt with a traceback; every platform's attempts are one line each."""
+    import sys
+
+    from adapters.discord.runner import quiet_discord_logs
+
+    quiet_discord_logs()
+    logger = logging.getLogger(name)
+    try:
+        raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 9)")
+    except OSError:
+        record = logger.makeRecord(name, logging.ERROR, "client.py", 781, message, args, sys.exc_info())
+    assert logger.filter(record)
+    assert record.exc_info is None and record.exc_text is None  # before: the whole traceback
+    text = record.getMessage()
+    assert text.startswith("Attempting a reconnect") and "1.50s" in text
+    assert text.endswith("(ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 9))")

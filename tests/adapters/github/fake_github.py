@@ -1,5 +1,6 @@
-"""A local fake of GitHub's REST API on 127.0.0.1: installation tokens (bought with an RS256 app JWT that
-is checked against the app's public key), issue comments (create, list, update, delete) and their reactions.
+"""A local fake of GitHub's REST API on 127.0.0.1: the app itself (`GET /app`) and installation tokens, both
+with an RS256 app JWT checked against the app's public key and id, issue comments (create, list, update,
+delete) and their reactions.
 
 Records every request and answers the way GitHub does (201/200/204, 401 for a bad token, 404, 422 for a
 comment over 65,536 characters, 403 with `Retry-After` for a secondary rate limit), so tests can assert on
@@ -67,6 +68,7 @@ class FakeGitHub:
         app_id: int = APP_ID,
         static_token: str | None = None,
         token_lifetime: timedelta = timedelta(hours=1),
+        port: int = 0,
     ) -> None:
         self.public_key, self.app_id, self.static_token = public_key, app_id, static_token
         self.token_lifetime = token_lifetime
@@ -78,15 +80,16 @@ class FakeGitHub:
         self._ids = itertools.count(9001)
         self._limits: list[_Limit] = []
         self._runner: web.AppRunner | None = None
-        self.port = 0
+        self.port = port  # 0: any free one
 
     async def start(self) -> FakeGitHub:
         app = web.Application()
+        app.router.add_get("/app", self._app)
         app.router.add_post("/app/installations/{installation}/access_tokens", self._access_token)
         app.router.add_route("*", "/repos/{owner}/{repo}/{rest:.*}", self._repos)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, HOST, 0)
+        site = web.TCPSite(self._runner, HOST, self.port)
         await site.start()
         self.port = self._runner.addresses[0][1]
         return self
@@ -125,6 +128,9 @@ class FakeGitHub:
     def made(self, method: str, part: str = "") -> list[Call]:
         return [c for c in self.calls if c.method == method and part in c.path and c.status < 300]
 
+    def app_checks(self) -> list[Call]:
+        return [c for c in self.calls if c.method == "GET" and c.path == "/app"]
+
     def token_requests(self) -> list[Call]:
         return [c for c in self.calls if c.path.endswith("/access_tokens")]
 
@@ -143,6 +149,27 @@ class FakeGitHub:
 
     def _record(self, request: web.Request, body: Any, status: int) -> None:
         self.calls.append(Call(request.method, request.path_qs, body, dict(request.headers), status))
+
+    async def _app(self, request: web.Request) -> web.Response:
+        """`GET /app` with the app's JWT. GitHub answers an unknown App ID, or a key that is not that app's,
+        with 401 "A JSON web token could not be decoded" (the JWT's `iss` does not match its signature)."""
+        auth = request.headers.get("Authorization", "")
+        try:
+            if self.public_key is None or not auth.startswith("Bearer "):
+                raise jwt.InvalidTokenError("no app JWT")
+            claims = jwt.decode(
+                auth.removeprefix("Bearer "),
+                self.public_key,
+                algorithms=["RS256"],
+                options={"require": ["iat", "exp", "iss"]},
+            )
+            if claims["iss"] != str(self.app_id):
+                raise jwt.InvalidTokenError("another app's id")
+        except jwt.PyJWTError:
+            self._record(request, None, 401)
+            return web.json_response({"message": "A JSON web token could not be decoded"}, status=401)
+        self._record(request, None, 200)
+        return web.json_response({"id": self.app_id, "slug": APP_SLUG, "name": "panicbot"})
 
     async def _access_token(self, request: web.Request) -> web.Response:
         auth = request.headers.get("Authorization", "")

@@ -10,6 +10,7 @@ import hmac
 import itertools
 import json
 import logging
+import socket
 import tempfile
 import uuid
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ import pytest
 from adapters.github import api as github_api
 from adapters.github.render import read_marker
 from adapters.serve.main import Service, ServiceSettings
+from adapters.settings import PlatformRefused
 from tests.adapters.github.fake_github import APP_ID, BOT_LOGIN, FakeGitHub, new_private_key, pem
 from tests.support.local_only import isolate
 
@@ -184,15 +186,21 @@ def _no_secrets_in_logs(caplog: pytest.LogCaptureFixture) -> Any:
 
 @contextlib.asynccontextmanager
 async def serving(
-    env: pytest.MonkeyPatch, *, app: bool = True, fake: FakeGitHub | None = None, **overrides: Any
+    env: pytest.MonkeyPatch,
+    *,
+    app: bool = True,
+    fake: FakeGitHub | None = None,
+    api_url: str | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[Harness]:
-    """Fake GitHub, then `panicbot serve github` on a free local port, then a client."""
+    """Fake GitHub, then `panicbot serve github` on a free local port, then a client. `api_url`: the bot
+    talks to that address instead of the fake's."""
     async with contextlib.AsyncExitStack() as stack:
         if fake is None:
             fake = FakeGitHub(public_key=KEY.public_key(), static_token=STATIC_TOKEN)
             await stack.enter_async_context(fake)
         env.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
-        env.setenv("GITHUB_API_URL", fake.api_url)
+        env.setenv("GITHUB_API_URL", api_url or fake.api_url)
         env.setenv("GITHUB_AUTO_REPLY_REPOS", f"{REPO},other/repo")
         if app:
             env.setenv("GITHUB_APP_ID", str(APP_ID))
@@ -306,7 +314,7 @@ def test_a_bad_signature_is_refused_with_401_and_nothing_is_parsed(github_env: p
             # Signed but not JSON: a 400, still nothing sent.
             assert (await bot.deliver("issues", b"{not json"))[0] == 400
             await bot.settle()
-            assert bot.fake.calls == []
+            assert [c for c in bot.fake.calls if c.path != "/app"] == []  # the app's start-up check only
 
     run(scenario())
 
@@ -541,5 +549,71 @@ def test_a_megabyte_issue_is_answered_and_an_oversized_delivery_refused(
             assert (await bot.deliver("issues", huge))[0] == 413
             await bot.settle()
             assert len(bot.comments()) == 1
+
+    run(scenario())
+
+
+# -- start-up and GitHub out of reach -----------------------------------------------------------------------
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_github_unreachable_is_logged_as_unreachable_not_as_a_refusal(
+    github_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"http://127.0.0.1:{closed_port()}"
+
+    def unreachable_lines() -> list[str]:
+        return [m for r in caplog.records if "GitHub unreachable at" in (m := r.getMessage())]
+
+    async def scenario() -> None:
+        async with serving(github_env, api_url=url) as bot:
+            assert (await bot.deliver("issues", issue_payload("opened", AVG_POOL_PASTE)))[0] == 202
+            await bot.fake.wait_for(
+                lambda: [m for m in unreachable_lines() if "access_tokens" in m], what="the log line"
+            )
+            await bot.settle()
+            async with bot.http.get(f"{bot.base_url}/metrics") as response:
+                metrics = await response.text()
+            assert 'panicbot_platform_api_errors_total{error="unreachable",platform="github"} 1.0' in metrics
+
+    run(scenario())
+    [line] = [m for m in unreachable_lines() if "access_tokens" in m]
+    assert line.startswith(f"GitHub unreachable at {url} (")  # before: "GitHub refused access_tokens (0)"
+    assert not [r for r in caplog.records if "GitHub refused" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    ("app_id", "key", "variables"),
+    [
+        (APP_ID + 1, KEY, ("GITHUB_APP_ID",)),  # a mistyped App ID
+        (APP_ID, new_private_key(), ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY")),  # another app's key
+    ],
+    ids=["app-id", "key"],
+)
+def test_refused_app_credentials_end_start_up_with_one_line_naming_the_variable(
+    github_env: pytest.MonkeyPatch, app_id: int, key: Any, variables: tuple[str, ...]
+) -> None:
+    async def scenario() -> None:
+        async with FakeGitHub(public_key=KEY.public_key()) as fake:
+            github_env.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+            github_env.setenv("GITHUB_API_URL", fake.api_url)
+            github_env.setenv("GITHUB_APP_ID", str(app_id))
+            github_env.setenv("GITHUB_PRIVATE_KEY", pem(key))
+            service = Service(service_settings(), ["github"])
+            await asyncio.wait_for(service.run(), timeout=10)  # before: ready, and served until stopped
+            assert isinstance(service.failure_error, PlatformRefused)
+            failure = service.failure or ""
+            assert all(variable in failure for variable in variables), failure
+            assert "401" in failure and "\n" not in failure
+            assert SECRET not in failure and "PRIVATE KEY" not in failure
+            [check] = fake.app_checks()
+            assert check.status == 401
+            assert fake.token_requests() == []
 
     run(scenario())

@@ -1212,3 +1212,17 @@ def test_an_edit_that_keeps_the_text_leaves_the_reply_alone(slack_env: pytest.Mo
             assert h.fake.calls_to("chat.delete") == []
 
     run(scenario())
+
+
+def test_bolt_says_nothing_of_an_unused_token_at_start(
+    slack_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SLACK_BOT_TOKEN is the client's token: Bolt, which reads the variable too, must not call it unused."""
+
+    async def scenario() -> None:
+        async with running(slack_env) as h:
+            await h.answer(AVG_POOL_PASTE)
+
+    run(scenario())
+    bolt = [r.getMessage() for r in caplog.records if r.name.startswith("slack_bolt") and r.levelno >= 30]
+    assert bolt == []  # before: "As you gave `client` as well, `token` will be unused."
