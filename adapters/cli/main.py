@@ -6,13 +6,14 @@ This is the terminal adapter: it reads stdin, files and the environment, and han
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import gc
 import io
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,14 +21,16 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from adapters.cli.prebuilt_commands import PrebuiltUsageError, is_prebuilt_path, refuse_prebuilt
 from adapters.settings import CATALOG_ENV, DEFAULT_DATABASE_URL, SettingsError, split_catalog_paths
-from bot.lookup import PanicLookup
-from bot.records import Catalog, default_catalog, load_catalog
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from bot.lookup import PanicLookup
+    from bot.records import Catalog
+
 # What a command needs is imported when it runs (the imports marked PLC0415 below): `lookup` starts without
-# rich's renderers, the chat platforms (aiohttp), the harvester or the ecosystem build.
+# rich's renderers, the chat platforms (aiohttp), the harvester or the ecosystem build. The core too (half a
+# second): importing this module is quick, so `serve` catches SIGTERM from its first moments.
 
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
@@ -44,6 +47,34 @@ DEMO_PASTE = (
 
 class UsageError(Exception):
     """A problem with what the user asked for: printed as one line, exit code 2."""
+
+
+class StoppedDuringStartUp(BaseException):
+    """SIGTERM while a service starts, before its event loop takes the signal over: start-up ends where it
+    is (a BaseException, like KeyboardInterrupt, so no `except Exception` on the way swallows it)."""
+
+
+def _stop_start_up(signum: int, _frame: object) -> None:
+    raise StoppedDuringStartUp(signal.Signals(signum).name)
+
+
+def _catch_sigterm() -> Any:
+    """SIGTERM ends start-up cleanly from now on (the service's loop takes it over once it runs); the
+    handler that was there before, or None when signals cannot be set here (not the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _stop_start_up)
+
+
+def _say_stopped_during_start_up(signame: str) -> None:
+    """The one line a service stopped during start-up leaves, in the service's log format."""
+    import logging  # noqa: PLC0415
+
+    from adapters.serve.logs import configure_logging  # noqa: PLC0415
+
+    fmt = os.environ.get("PANICBOT_LOG_FORMAT", "json").strip().lower()
+    configure_logging(fmt if fmt in ("json", "text") else "json")
+    logging.getLogger("panicbot.service").info("stopped during start-up (%s)", signame)
 
 
 def port_number(text: str) -> int:
@@ -76,6 +107,8 @@ def catalog_paths(cli_paths: Sequence[str] | None, environ: dict[str, str]) -> l
 
 def open_catalog(paths: Sequence[str], err: Console) -> Catalog:
     """The catalog at `paths` (the embedded data set when none); bad lines are reported, not fatal."""
+    from bot.records import default_catalog, load_catalog  # noqa: PLC0415
+
     if not paths:
         return default_catalog()
     catalog = load_catalog(paths)
@@ -102,6 +135,8 @@ def open_lookup(paths: Sequence[str], err: Console) -> PanicLookup:
         from adapters.default_cache import open_default_lookup  # noqa: PLC0415
 
         return open_default_lookup(os.environ)
+    from bot.lookup import PanicLookup  # noqa: PLC0415
+
     return PanicLookup(open_catalog(paths, err))
 
 
@@ -230,6 +265,8 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     """The bot's main job: every adapter whose credentials are set (or the one asked for) in one process;
     with none set, it says which variables to set and shows a demo lookup in the terminal."""
     # Imported here: the service loads the chat SDKs, which `lookup` should not wait for.
+    import asyncio  # noqa: PLC0415
+
     from adapters.platforms import VARIABLES, configured_platforms  # noqa: PLC0415
     from adapters.serve.logs import configure_logging  # noqa: PLC0415
     from adapters.serve.main import Service, ServiceError, load_service_settings  # noqa: PLC0415
@@ -259,6 +296,8 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
 def command_console(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     """The maintainers' console alone (no chat platform), on 127.0.0.1 unless told otherwise; or, with
     `--hash-token`, the argon2 hash of a token read on stdin, for PANICBOT_CONSOLE_USERS."""
+    import asyncio  # noqa: PLC0415
+
     from adapters.console.auth import hash_token  # noqa: PLC0415
     from adapters.serve.logs import configure_logging  # noqa: PLC0415
     from adapters.serve.main import Service, ServiceError, load_service_settings  # noqa: PLC0415
@@ -353,6 +392,8 @@ def refuse_missing_database(url: str) -> None:
 def command_discord(args: argparse.Namespace, out: TextIO, err: Console) -> int:
     """`panicbot discord sync-commands`: register /panic and "Explain this panic" (on demand only: Discord
     limits command writes per day)."""
+    import asyncio  # noqa: PLC0415
+
     from adapters.discord.runner import sync_commands  # noqa: PLC0415
     from adapters.discord.settings import load_discord_settings  # noqa: PLC0415
     from adapters.settings import PlatformRefused, PlatformUnreachable  # noqa: PLC0415
@@ -529,10 +570,6 @@ class _ErrorConsole:
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = cast("Console", _ErrorConsole())
-    args = build_parser().parse_args(argv)
-    if getattr(args, "limit", 5) < 1:
-        err.print("panicbot: --limit must be 1 or more")
-        return EXIT_USAGE
     handlers = {
         "lookup": command_lookup,
         "catalog": command_catalog,
@@ -543,8 +580,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         "serve": command_serve,
         "console": command_console,
     }
+    # A service may be stopped at any moment of its start-up (from reading its arguments, which loads the
+    # platform registry, to its event loop taking signals over): one line and exit 0, never the default
+    # action's silent 143. The command is the first argument (the parser has no option before it).
+    words = sys.argv[1:] if argv is None else list(argv)
+    before = _catch_sigterm() if words[:1] in (["serve"], ["console"]) else None
     try:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "limit", 5) < 1:
+            err.print("panicbot: --limit must be 1 or more")
+            return EXIT_USAGE
         return handlers[args.command](args, out, err)
+    except StoppedDuringStartUp as stopped:
+        _say_stopped_during_start_up(str(stopped))
+        return EXIT_OK
     except (UsageError, PrebuiltUsageError) as exc:
         err.print(f"panicbot: {exc}", markup=False)
         return EXIT_USAGE
@@ -563,6 +612,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         )
         return EXIT_INTERNAL
     finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
         if argv is None:
             # The process's own arguments: it ends now. Its last full garbage collection would walk every
             # object of the catalog and its index (50 ms of a 0.5 s `lookup`); frozen, they are only freed.

@@ -222,6 +222,7 @@ class Service:
         self.states: dict[str, Any] = {}  # each platform's ChatState, once started
         self._stop = asyncio.Event()
         self._hurry = asyncio.Event()
+        self.signalled: str | None = None  # the signal that stopped the service, if one did
         self.started = asyncio.Event()
         self.bound: Any = None
 
@@ -329,7 +330,7 @@ class Service:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self._signalled)
+                loop.add_signal_handler(sig, self._signalled, sig)
         self.live.install_sighup(loop)
         # Platforms register their routes and checks here and connect in the background (run_for_life):
         # the endpoints answer before any platform is connected (/readyz 503 until then), and a signal
@@ -337,6 +338,9 @@ class Service:
         for chat, settings in self.platform_settings:
             self.states[chat.name] = await chat.start(self, settings, self.options)
             self._count_drops(chat.name, self.states[chat.name])
+        if self.signalled is not None:  # a signal while the platforms started: nothing to drain or serve
+            await self.shutdown(None)
+            return
         if self.platform_settings:
             PASTE_READERS.warm()  # the reader process of large pastes starts now, not on the first one
         runner = web.AppRunner(
@@ -368,10 +372,11 @@ class Service:
         await self._stop.wait()
         await self.shutdown(runner)
 
-    def _signalled(self) -> None:
+    def _signalled(self, sig: signal.Signals) -> None:
         """SIGTERM or SIGINT: stop; a second one cuts the readiness drain short."""
         if self._stop.is_set():
             self._hurry.set()
+        self.signalled = self.signalled or sig.name
         self._stop.set()
 
     def _count_drops(self, name: str, state: Any) -> None:
@@ -390,12 +395,16 @@ class Service:
                 continue
             log.info("pruned %d rows older than %d days", removed, self.settings.panicbot_retention_days)
 
-    async def shutdown(self, runner: web.AppRunner) -> None:
-        """Stop taking new work (readyz turns 503), let replies in flight finish (bounded), close."""
-        log.info("shutting down")
+    async def shutdown(self, runner: web.AppRunner | None) -> None:
+        """Stop taking new work (readyz turns 503), let replies in flight finish (bounded), close. Without a
+        runner (stopped before serving), what the platforms started is closed and one line says so."""
+        if runner is None:
+            log.info("stopped during start-up (%s)", self.signalled or "stop")
+        else:
+            log.info("shutting down")
         self.status.stopping = True
         delay = self.settings.panicbot_shutdown_drain_seconds
-        if delay > 0 and self.failure is None:
+        if runner is not None and delay > 0 and self.failure is None:
             # /readyz answers 503 while the load balancer notices; the listener stays open meanwhile.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._hurry.wait(), timeout=delay)
@@ -408,12 +417,14 @@ class Service:
         for close in self._closers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(close(), timeout=grace)
-        await runner.cleanup()  # waits up to shutdown_timeout for requests in flight
+        if runner is not None:
+            await runner.cleanup()  # waits up to shutdown_timeout for requests in flight
         for drain in self._drains:
             await drain(grace)  # replies already acknowledged get their answer
         await asyncio.to_thread(PASTE_READERS.close)
         await asyncio.to_thread(self.store_observer.close)
-        log.info("stopped")
+        if runner is not None:
+            log.info("stopped")
 
     def stop(self) -> None:
         self._stop.set()

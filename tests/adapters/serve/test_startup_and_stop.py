@@ -1,8 +1,9 @@
 """Start-up and stop in every state: the endpoints answer before any platform connects, a refused token ends
 start-up with one line naming its variable, an unreachable platform (Slack, Discord, GitHub alike) is retried
 with backoff (one log line per attempt, `/readyz` 503 meanwhile), a Slack request is acknowledged while
-Slack's Web API is unreachable, SIGTERM and SIGINT end the process whatever the connection is doing, and on
-SIGTERM `/readyz` answers 503 for the drain delay before the listener closes."""
+Slack's Web API is unreachable, SIGTERM and SIGINT end the process whatever the connection is doing (during
+start-up too: one line, exit 0), and on SIGTERM `/readyz` answers 503 for the drain delay before the listener
+closes."""
 
 from __future__ import annotations
 
@@ -393,6 +394,34 @@ def test_a_slack_request_is_acknowledged_while_slack_api_is_unreachable(
     with caplog.at_level(logging.INFO):
         asyncio.run(scenario())
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("slack_bolt")]
+
+
+# -- SIGTERM during start-up -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("delay", [0.25, 0.6, 1.2, 2.0, 3.0])
+def test_sigterm_at_any_moment_of_start_up_is_one_line_and_exit_0(delay: float) -> None:
+    slack = {
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_APP_TOKEN": APP_TOKEN,
+        "SLACK_API_URL": f"http://127.0.0.1:{closed_port()}/api/",
+    }
+    process = serve_process(slack, closed_port())
+    try:
+        time.sleep(delay)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        end_all(process)
+    text = stderr.decode()
+    assert process.returncode == 0, text  # before: -15 (143 from a shell), and nothing said
+    assert "Traceback" not in text
+    lines = text.strip().splitlines()
+    if "panicbot serving" not in text:  # stopped before serving: one line says so
+        assert len(lines) == 1, text
+        assert "SIGTERM" in lines[0] and "start-up" in lines[0]
+    else:
+        assert lines[-1].endswith("stopped")
 
 
 def test_serve_discord_keeps_retrying_an_unreachable_discord_and_sigterm_exits_0() -> None:
