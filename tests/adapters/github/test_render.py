@@ -15,6 +15,7 @@ from adapters.github.render import (
 )
 from bot import Card, PanicLookup
 from bot.records import default_catalog
+from tests.support.cards import RESHAPE_PASTE
 from tests.support.catalogs import seeds_catalog
 
 PASTE = (
@@ -92,16 +93,6 @@ def test_no_known_record_quotes_the_paste_redacted_and_lists_nearby_records() ->
     body = no_match_comment(result, paste)
     assert "No known record" in body
     assert "ghp_abcdefghijklmnopqrstuvwxyz" not in body and "@octocat" not in body
-
-
-RESHAPE_PASTE = (
-    "thread 'main' panicked at /home/ana/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
-    "burn-tensor-0.19.0/src/tensor/api/check.rs:1495:17:\n"
-    "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n"
-    "    1. The given shape doesn't have the same number of elements as the current tensor. "
-    "Current shape: [2, 3], target shape: [4, 2]. \n\n"
-    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
-)
 
 
 def test_a_tensor_check_is_titled_by_its_reason_and_shows_the_pasted_values() -> None:

@@ -29,6 +29,7 @@ from tests.adapters.slack.test_render import (
     sections,
     texts,
 )
+from tests.support.cards import RESHAPE_PASTE, RESHAPE_TITLE, RESHAPE_VALUES
 from tests.support.catalogs import seeds_catalog
 from tests.support.local_only import isolate
 
@@ -44,16 +45,6 @@ FUSION_PASTE = (
     "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
 )
 CONSEQUENCES = "*Also in this paste, following from this panic*"
-RESHAPE_PASTE = (
-    "thread 'main' panicked at /home/ana/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
-    "burn-tensor-0.19.0/src/tensor/api/check.rs:1495:17:\n"
-    "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n"
-    "    1. The given shape doesn't have the same number of elements as the current tensor. "
-    "Current shape: [2, 3], target shape: [4, 2]. \n\n"
-    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
-)
-RESHAPE_TITLE = "Reshape: the given shape doesn't have the same number of elements as the current tensor"
-RESHAPE_VALUES = "Current shape: [2, 3], target shape: [4, 2]."
 
 
 @pytest.fixture(scope="module")

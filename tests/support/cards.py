@@ -1,0 +1,15 @@
+"""A real paste the card tests of every surface share: a burn-tensor check whose card is titled by its reason
+and shows the pasted values."""
+
+from __future__ import annotations
+
+RESHAPE_PASTE = (
+    "thread 'main' panicked at /home/ana/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
+    "burn-tensor-0.19.0/src/tensor/api/check.rs:1495:17:\n"
+    "=== Tensor Operation Error ===\n  Operation: 'Reshape'\n  Reason:\n"
+    "    1. The given shape doesn't have the same number of elements as the current tensor. "
+    "Current shape: [2, 3], target shape: [4, 2]. \n\n"
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+)
+RESHAPE_TITLE = "Reshape: the given shape doesn't have the same number of elements as the current tensor"
+RESHAPE_VALUES = "Current shape: [2, 3], target shape: [4, 2]."
