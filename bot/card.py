@@ -19,6 +19,9 @@ MAX_CONSEQUENCE_CHARS = 200
 # The pasted lines of values under a banner message's title (a tensor check's shapes): how many, how long.
 MAX_DETAILS = 8
 MAX_DETAIL_CHARS = 300
+# The public reports a card links to ("Reported in tracel-ai/burn#4950"): how many, how long a link may be.
+MAX_REPORTS = 3
+MAX_REPORT_URL_CHARS = 300
 NO_ANALYSIS = "No analysis yet for this error: the source link shows where it is raised."
 UNDER_REVIEW = (
     "The analysis of this record is under review (it seems to describe another error), so it is not shown: "
@@ -63,6 +66,8 @@ class Card:
     """Whose analysis the card shows: "record" (written for it), "family:NAME" (its kind's) or "none"."""
     analysis_note: str = ""
     """Said under a family's text: "General advice for panics of this kind (ONNX model import)"."""
+    reported_in: tuple[str, ...] = ()
+    """Public issues where this error was reported (URLs, the record's `reportedIn`): evidence, not advice."""
 
     @property
     def summary(self) -> str:
@@ -84,6 +89,37 @@ def unfenced(example: str) -> tuple[str, str]:
     if found is None or "```" in found.group(2):
         return example, "rust"
     return found.group(2), found.group(1).lower() or "rust"
+
+
+_GITHUB_THREAD = re.compile(
+    r"https://github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/(?:issues|pull|discussions)/(\d+)/?(?:[#?].*)?"
+)
+
+
+# A URL every chat markup can carry as it is: no space, bracket, parenthesis, angle bracket, pipe or quote.
+_LINKABLE_URL = re.compile(r"https?://[A-Za-z0-9._~:/?#@!$&*+,;=%-]+")
+
+
+def reported_in(record: Record) -> tuple[str, ...]:
+    """The record's `reportedIn` URLs a card can link to: http(s), one line, not too long, at most three."""
+    found = getattr(record, "reportedIn", None)
+    if not isinstance(found, list | tuple):
+        return ()
+    urls = [
+        url
+        for url in found
+        if isinstance(url, str) and len(url) <= MAX_REPORT_URL_CHARS and _LINKABLE_URL.fullmatch(url)
+    ]
+    return tuple(dict.fromkeys(urls))[:MAX_REPORTS]
+
+
+def reported_label(url: str) -> str:
+    """How a report reads on a card: `tracel-ai/burn#4950` for a GitHub issue, pull request or discussion,
+    else the URL without its scheme."""
+    found = _GITHUB_THREAD.fullmatch(url)
+    if found is not None:
+        return f"{found.group(1)}#{found.group(2)}"
+    return url.split("://", 1)[-1].rstrip("/")
 
 
 def source_label(record: Record) -> str:
@@ -197,6 +233,7 @@ def build_card(
         details=details,
         analysis="record" if show_analysis else f"family:{kind.family}" if kind is not None else "none",
         analysis_note=f"{FAMILY_NOTE} ({kind.title})." if kind is not None else "",
+        reported_in=reported_in(record),
     )
 
 
@@ -210,6 +247,8 @@ class MarkdownStyle:
     code: Callable[[str], str]
     fix: Callable[[str, str], list[str]]  # (code, language) -> its lines, fences included
     context: Callable[[Card], str]
+    report: Callable[[str], str] = lambda url: f"[{reported_label(url)}]({url})"
+    """One public report of the error, from its URL."""
 
 
 def fenced(code: str, language: str) -> list[str]:
@@ -247,6 +286,8 @@ def markdown_lines(card: Card, style: MarkdownStyle) -> list[str]:
         lines += ["**Prevention:**", *[f"- {style.prose(tip)}" for tip in card.prevention_tips], ""]
     if card.analysis_note:
         lines += [f"_{style.prose(card.analysis_note)}_", ""]
+    if card.reported_in:
+        lines += ["**Reported in:** " + ", ".join(style.report(url) for url in card.reported_in), ""]
     if card.consequences:
         lines += [
             "**Also in this paste, following from this panic:**",
@@ -290,6 +331,7 @@ def card_json(card: Card, site: dict[str, Any] | None = None) -> dict[str, Any]:
         "release_note": card.release_note or None,
         "panics_doc": card.panics_doc or None,
         "consequences": list(card.consequences),
+        "reported_in": [{"label": reported_label(url), "url": url} for url in card.reported_in],
         "source": {"label": card.source_label or None, "url": card.source_url or None},
         "site": site,
         "dataset_version": card.dataset_version or None,

@@ -8,7 +8,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from bot.card import Card, confidence_percent
+from bot.card import Card, confidence_percent, reported_label
 from bot.lookup import PanicLookup
 from bot.matcher import LookupResult
 
@@ -60,6 +60,9 @@ def card_renderable(card: Card) -> RenderableType:
         parts.extend(Text(f" - {tip}") for tip in card.prevention_tips)
     if card.analysis_note:
         parts.append(Text("\n" + card.analysis_note, style="italic"))
+    if card.reported_in:
+        reports = ", ".join(f"{reported_label(url)} ({url})" for url in card.reported_in)
+        section("Reported in:", reports)
     if card.consequences:
         parts.append(Text("\nAlso in this paste, following from this panic:", style="bold cyan"))
         parts.extend(Text(f" - {text}") for text in card.consequences)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import discord
 from discord.utils import escape_markdown, escape_mentions
 
-from bot.card import NO_ANALYSIS, Card, confidence_percent
+from bot.card import NO_ANALYSIS, Card, confidence_percent, reported_label
 from bot.matcher import LookupResult, Match
 from bot.records import Record
 from bot.redact import redact
@@ -429,6 +429,10 @@ def _facts(card: Card) -> str:
         lines.append("**Fires when:** " + _code_span(card.fires_when, FIRES_WHEN_MAX))
     if doc := one_line(card.panics_doc):
         lines.append("**Its docs say it panics:** " + cut(plain(doc), PANICS_DOC_MAX))
+    if card.reported_in:
+        # Masked links, angle brackets keeping Discord from unfurling a preview of each issue.
+        reports = ", ".join(f"[{reported_label(url)}](<{url}>)" for url in card.reported_in)
+        lines.append("**Reported in:** " + reports)
     return "\n".join(lines)
 
 

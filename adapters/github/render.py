@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from bot import Card, LookupResult, redact
-from bot.card import MarkdownStyle, confidence_percent, fenced, markdown_lines
+from bot.card import MarkdownStyle, confidence_percent, fenced, markdown_lines, reported_label
 
 MAX_COMMENT_CHARS = 65_536
 # Room under the limit for the marker and the footer, whatever they hold.
@@ -106,6 +106,9 @@ def _body(card: Card, cap: int | None) -> str:
         code=lambda text: code_span(_cut(text, cap)),
         fix=fix,
         context=context_line,
+        # A code span, not a link: a link or `owner/repo#N` in a comment would add a "mentioned this issue"
+        # reference to that upstream issue each time the bot answers.
+        report=lambda url: code_span(reported_label(url)),
     )
     return "\n".join(markdown_lines(card, style)).strip()
 

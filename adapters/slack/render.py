@@ -25,7 +25,7 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from bot.card import NO_ANALYSIS, Card, confidence_percent
+from bot.card import NO_ANALYSIS, Card, confidence_percent, reported_label
 from bot.matcher import LookupResult, Match
 from bot.redact import redact
 
@@ -497,6 +497,9 @@ def _card_blocks(
             )
         if card.analysis_note:  # a family's advice says so under its text, whatever was cut above
             blocks.append(_context(f"_{escape_mrkdwn(card.analysis_note)}_"))
+    if card.reported_in:
+        reports = ", ".join(_link(url, reported_label(url)) for url in card.reported_in)
+        blocks.append(_context(f"Reported in {reports}"))
     if plan.limits["consequences"]:
         consequences = [item for item in card.consequences if _one_line(item)]
         blocks.append(_section(_code_list(CONSEQUENCES_LABEL, consequences, plan.limits["consequences"])))

@@ -8,10 +8,21 @@ import re
 
 import pytest
 
-from bot.card import MAX_DETAIL_CHARS, MAX_DETAILS, NO_ANALYSIS, Card, build_card, render_markdown
+from bot.card import (
+    MAX_DETAIL_CHARS,
+    MAX_DETAILS,
+    NO_ANALYSIS,
+    Card,
+    build_card,
+    card_json,
+    render_markdown,
+    reported_in,
+    reported_label,
+)
 from bot.lookup import PanicLookup
 from bot.matcher import Match
-from bot.records import Record, parse_catalog_text
+from bot.records import Record, default_catalog, parse_catalog_text
+from tests.support.cards import REPORTED_LABEL, REPORTED_PASTE, REPORTED_URL
 from tests.support.catalogs import seeds_catalog
 
 AVG_POOL_ID = "8d1d2fa6df3880bd"
@@ -390,3 +401,54 @@ def test_the_link_of_a_card_without_a_site_points_at_the_line_it_names(avg_pool_
     # The analysed record links a range around its line: the card names one line, the link too.
     assert avg_pool_card.source_label.endswith(":1498")
     assert avg_pool_card.source_url.endswith("/crates/burn-autodiff/src/ops/module.rs#L1498")
+
+
+# --- where the error was reported --------------------------------------------------------------------------
+
+
+def test_reports_keep_linkable_urls_once_and_at_most_three() -> None:
+    record = Record.model_validate(
+        {
+            "id": "r1",
+            "errorMessage": "boom",
+            "reportedIn": [
+                "https://github.com/tracel-ai/burn/issues/1",
+                "javascript:alert(1)",
+                "https://github.com/tracel-ai/burn/issues/1",
+                "https://e.x/a b",
+                "https://e.x/a)[x](https://evil",
+                "https://github.com/tracel-ai/cubecl/pull/2",
+                "https://github.com/tracel-ai/burn/discussions/3",
+                "https://github.com/tracel-ai/burn/issues/4",
+            ],
+        }
+    )
+    assert reported_in(record) == (
+        "https://github.com/tracel-ai/burn/issues/1",
+        "https://github.com/tracel-ai/cubecl/pull/2",
+        "https://github.com/tracel-ai/burn/discussions/3",
+    )
+    assert reported_in(Record.model_validate({"id": "r2", "errorMessage": "x", "reportedIn": "nope"})) == ()
+
+
+def test_a_report_reads_as_owner_repo_number_for_a_github_thread() -> None:
+    assert reported_label("https://github.com/tracel-ai/burn/issues/4950") == "tracel-ai/burn#4950"
+    pull = "https://github.com/tracel-ai/burn/pull/4984#issuecomment-1"
+    assert reported_label(pull) == "tracel-ai/burn#4984"
+    assert reported_label("https://github.com/a/b/discussions/7") == "a/b#7"
+    assert reported_label("https://users.rust-lang.org/t/burn/123/") == "users.rust-lang.org/t/burn/123"
+
+
+def test_a_card_written_for_its_record_says_where_it_was_reported() -> None:
+    service = PanicLookup(default_catalog())
+    card = service.card(service.lookup(REPORTED_PASTE))
+    assert card is not None and card.analysis == "record"
+    assert card.reported_in[0] == REPORTED_URL
+    assert f"**Reported in:** [{REPORTED_LABEL}]({REPORTED_URL})" in render_markdown(card)
+    assert card_json(card)["reported_in"][0] == {"label": REPORTED_LABEL, "url": REPORTED_URL}
+
+
+def test_a_card_without_reports_has_no_reported_line(avg_pool_card: Card) -> None:
+    assert avg_pool_card.reported_in == ()
+    assert "Reported in" not in render_markdown(avg_pool_card)
+    assert card_json(avg_pool_card)["reported_in"] == []

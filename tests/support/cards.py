@@ -13,3 +13,12 @@ RESHAPE_PASTE = (
 )
 RESHAPE_TITLE = "Reshape: the given shape doesn't have the same number of elements as the current tensor"
 RESHAPE_VALUES = "Current shape: [2, 3], target shape: [4, 2]."
+
+# A paste whose record (written for it, embedded) lists the public issues where it was reported.
+REPORTED_PASTE = (
+    "thread 'main' panicked at crates/burn-ir/src/handle.rs:97:9:\n"
+    "Should have handle for tensor TensorId { value: 12 }\n"
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+)
+REPORTED_URL = "https://github.com/tracel-ai/burn/issues/4950"
+REPORTED_LABEL = "tracel-ai/burn#4950"

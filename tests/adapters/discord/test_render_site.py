@@ -29,7 +29,14 @@ from tests.adapters.discord.test_render import (
     fields,
     payload,
 )
-from tests.support.cards import RESHAPE_PASTE, RESHAPE_TITLE, RESHAPE_VALUES
+from tests.support.cards import (
+    REPORTED_LABEL,
+    REPORTED_PASTE,
+    REPORTED_URL,
+    RESHAPE_PASTE,
+    RESHAPE_TITLE,
+    RESHAPE_VALUES,
+)
 from tests.support.catalogs import seeds_catalog
 from tests.support.local_only import isolate
 
@@ -375,3 +382,12 @@ def test_several_details_are_listed_as_code_defused_and_first(sited: Card) -> No
             description = embed(message)["description"]
             listed = description.split("**Where:**", 1)[0]
             assert units(listed) <= len("**Details:**\n") + render.DETAILS_MAX + 2
+
+
+def test_a_card_links_the_public_issues_where_its_error_was_reported() -> None:
+    service = PanicLookup(default_catalog())
+    card = service.card(service.lookup(REPORTED_PASTE))
+    assert card is not None
+    shown = embed(card_message(card, severity="error", ephemeral=False))
+    # A masked link whose URL is in angle brackets: no preview of the upstream issue unfurls under the card.
+    assert f"**Reported in:** [{REPORTED_LABEL}](<{REPORTED_URL}>)" in shown["description"]

@@ -15,7 +15,7 @@ from adapters.github.render import (
 )
 from bot import Card, PanicLookup
 from bot.records import default_catalog
-from tests.support.cards import RESHAPE_PASTE
+from tests.support.cards import REPORTED_LABEL, REPORTED_PASTE, REPORTED_URL, RESHAPE_PASTE
 from tests.support.catalogs import seeds_catalog
 
 PASTE = (
@@ -129,3 +129,13 @@ def test_a_family_card_says_it_is_general_advice_and_fits_a_comment() -> None:
     huge = replace(card, solutions=tuple("try this " * 1_000 for _ in range(200)))
     cut = card_comment(huge, Marker(card.record_id, "c42"))
     assert len(cut) <= MAX_COMMENT_CHARS and "General advice for panics of this kind" in cut
+
+
+def test_reports_are_named_in_code_never_linked_so_upstream_issues_get_no_mention() -> None:
+    service = PanicLookup(default_catalog())
+    card = service.card(service.lookup(REPORTED_PASTE))
+    assert card is not None
+    body = card_comment(card, Marker(card.record_id, "issue"))
+    assert f"**Reported in:** `{REPORTED_LABEL}`" in body
+    assert REPORTED_URL not in body
+    assert body.count(REPORTED_LABEL) == body.count(f"`{REPORTED_LABEL}`")

@@ -29,7 +29,14 @@ from tests.adapters.slack.test_render import (
     sections,
     texts,
 )
-from tests.support.cards import RESHAPE_PASTE, RESHAPE_TITLE, RESHAPE_VALUES
+from tests.support.cards import (
+    REPORTED_LABEL,
+    REPORTED_PASTE,
+    REPORTED_URL,
+    RESHAPE_PASTE,
+    RESHAPE_TITLE,
+    RESHAPE_VALUES,
+)
 from tests.support.catalogs import seeds_catalog
 from tests.support.local_only import isolate
 
@@ -393,3 +400,18 @@ def test_several_details_are_listed_as_code_escaped_and_first(sited: Card) -> No
         assert facts(message).startswith(f"*Details:*\n• `{escaped}`\n• `Streams: 1`\n*Where:* ")
     empty = dataclasses.replace(sited, details=(" ",))
     assert facts(card_message(empty, ephemeral=True, record_id="r")).startswith("*Where:* ")
+
+
+def test_a_card_links_the_public_issues_where_its_error_was_reported() -> None:
+    service = PanicLookup(default_catalog())
+    card = service.card(service.lookup(REPORTED_PASTE))
+    assert card is not None
+    message = card_message(card, ephemeral=False, record_id=card.record_id)
+    assert_slack_accepts(message)
+    contexts = [
+        element["text"]
+        for block in message.blocks
+        if block["type"] == "context"
+        for element in block["elements"]
+    ]
+    assert f"Reported in <{REPORTED_URL}|{REPORTED_LABEL}>" in "\n".join(contexts)
