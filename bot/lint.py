@@ -23,6 +23,26 @@ MIN_NAMES_TO_JUDGE = 3
 # Shorter advice ("Upgrade burn.") may be shared by right: only longer sentences are compared.
 MIN_SHARED_TEXT = 40
 
+# What makes a solution concrete: code in backticks, a path (`a::b`), a code name, a version, a command, a
+# flag, an environment variable, a file name, a dtype, a backend or graphics API. "Check your code" has none.
+_CONCRETE = re.compile(
+    r"`[^`]+`|::|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b\d+\.\d+"
+    r"|\b(?:cargo|rustup|rustc|git|nvidia-smi|vulkaninfo)\b|(?<![\w-])--?[a-z][\w-]*"
+    r"|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[\w.-]+\.(?:rs|toml|json|onnx|mpk|bin|safetensors|pt|yaml|yml)\b"
+    r"|\b[a-z]+-[a-z0-9-]+\b|\b(?:[fiu](?:8|16|32|64|128)|bf16|usize|isize)\b|\b[a-z_]+!"
+    r"|\b(?:wgpu|WebGPU|Vulkan|Metal|DX12|CUDA|ROCm|HIP|ndarray|tch|libtorch|candle|LibTorch|WASM|wasm)\b",
+)
+# Names in a firing condition that say nothing of its subject: keywords, literals and the commonest methods.
+_CONDITION_NOISE = frozenset(
+    (
+        *("self", "Self", "mut", "ref", "as", "if", "else", "let", "match", "in", "is", "not", "and", "or"),
+        *("true", "false", "None", "Some", "Ok", "Err", "len", "unwrap", "clone", "iter", "into", "to"),
+        *("as_ref", "is_some", "is_none", "is_ok", "is_err", "is_empty", "contains", "get", "new", "any"),
+        *("all", "usize", "isize", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "f32"),
+        *("f64", "bool", "str", "String", "Vec", "Option", "Result", "_", "try", "other", "num", "mut"),
+    )
+)
+_CONDITION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # snake_case with an underscore, CamelCase with two humps, and crate names: what code in prose looks like.
 _CODE_NAME = re.compile(
     r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|burn-[a-z0-9-]+|burn_[a-z0-9_]+)\b"
@@ -140,8 +160,57 @@ def _analysis_findings(entry: CatalogEntry) -> Iterable[Finding]:
         )
     if not record.solutions:
         yield _finding(entry, WARNING, "no-solutions", "analysed record without solutions")
+    elif len(record.solutions) < 2:
+        yield _finding(entry, WARNING, "few-solutions", "one solution: an analysis gives at least two")
+    for number, solution in enumerate(record.solutions, 1):
+        if not _CONCRETE.search(solution):
+            yield _finding(
+                entry,
+                WARNING,
+                "solution-vague",
+                f"solution {number} names no API, setting, command, file or version: "
+                f'"{" ".join(solution.split())[:60]}"',
+            )
     if not (record.exampleFix or "").strip():
         yield _finding(entry, WARNING, "no-example-fix", "analysed record without an exampleFix")
+
+
+def condition_subjects(condition: str) -> set[str]:
+    """The names a firing condition is about (`lhs.dims() != rhs.dims()` -> dims, lhs, rhs), without the
+    keywords, literals and everyday methods that say nothing of its subject."""
+    names = _CONDITION_NAME.findall(condition)
+    return {name for name in names if name not in _CONDITION_NOISE and len(name) > 1}
+
+
+def _spoken(name: str) -> set[str]:
+    """How prose may write a code name: as is, with spaces for underscores, run together, or by one of its
+    words of four letters or more that is not an everyday one (`tunable_indices` -> tunable, indices)."""
+    lowered = name.lower()
+    words = {word for word in lowered.split("_") if len(word) >= 4 and word not in _CONDITION_NOISE}
+    return {lowered, lowered.replace("_", " "), lowered.replace("_", ""), *words}
+
+
+def _subject_findings(entry: CatalogEntry, catalog: Catalog) -> Iterable[Finding]:
+    """An analysis that never names what its firing condition tests explains some other check."""
+    record = entry.record
+    if not record.has_analysis or not catalog.releases:
+        return
+    conditions = {site.condition for site in catalog.releases.sites_of(record.id) if site.condition}
+    subjects = set().union(*(condition_subjects(c) for c in conditions)) if conditions else set()
+    if not subjects:
+        return
+    text = " ".join(
+        part or "" for part in (record.documentation, record.triggerScenarios, record.commonSituations)
+    ).lower()
+    if not any(form in text for name in subjects for form in _spoken(name)):
+        shown = " / ".join(sorted(conditions))[:80]
+        yield _finding(
+            entry,
+            WARNING,
+            "doc-subject",
+            f"the analysis names nothing its firing condition tests ({', '.join(sorted(subjects)[:5])} in "
+            f"`{shown}`)",
+        )
 
 
 def _crate_of(path: str | None) -> str | None:
@@ -323,6 +392,7 @@ def lint_catalog(
     for entry in catalog.entries:
         for check in (_pattern_findings, _analysis_findings, _link_findings, _version_findings):
             findings.extend(check(entry))
+        findings.extend(_subject_findings(entry, catalog))
         if checker is not None:
             findings.extend(_code_findings(entry, checker))
     findings.extend(_shared_text_findings(e for e in catalog.entries if e.record.has_analysis))

@@ -40,6 +40,10 @@ def test_the_seeds_flag_only_the_mismatched_analysis() -> None:
     assert {(f.record_id, f.check) for f in findings} == {
         ("5c5da46720dbbf10", "analysis-mismatch"),
         ("5c5da46720dbbf10", "tags-mismatch"),
+        # "Audit any cast/quantize ops ..." and "Downsample via strided conv2d or reshape+mean ...": advice
+        # that names nothing a user could look up.
+        ("d59d5538758c7e08", "solution-vague"),
+        ("8d1d2fa6df3880bd", "solution-vague"),
     }
     mismatch = next(f for f in findings if f.check == "analysis-mismatch")
     assert mismatch.severity == ERROR
@@ -125,3 +129,89 @@ def test_an_analysed_record_hiding_its_bare_twin_is_no_finding() -> None:
     analysed = base(documentation="What it means.", solutions=["One.", "Two."])
     assert not [f for f in lint_catalog(catalog_of(analysed, base())) if f.check == "duplicate-id"]
     assert [f.check for f in lint_catalog(catalog_of(base(), base()))].count("duplicate-id") == 1
+
+
+def test_an_analysis_gives_at_least_two_concrete_solutions() -> None:
+    concrete = ["Call `Tensor::register_grad` before the forward pass.", "Upgrade to burn 0.19.0."]
+    assert ("warning", "few-solutions") in checks(
+        catalog_of(base(documentation="sum of an int tensor", solutions=concrete[:1], exampleFix="x();"))
+    )
+    found = lint_catalog(
+        catalog_of(
+            base(
+                documentation="sum of an int tensor",
+                solutions=[*concrete, "Check your code.", "Make sure the inputs are right."],
+                exampleFix="x();",
+            )
+        )
+    )
+    vague = [f.reason for f in found if f.check == "solution-vague"]
+    assert [reason.split(":")[0] for reason in vague] == [
+        "solution 3 names no API, setting, command, file or version",
+        "solution 4 names no API, setting, command, file or version",
+    ]
+    assert not [f for f in found if f.check == "few-solutions"]
+
+
+def test_every_kind_of_concrete_anchor_counts() -> None:
+    from bot.lint import _CONCRETE
+
+    for solution in (
+        "Use `with_grad`.",
+        "Set RUST_BACKTRACE=1.",
+        "Upgrade to 0.19.",
+        "Run cargo update.",
+        "Pass --release.",
+        "Store weights in bf16.",
+        "Switch to the Vulkan backend.",
+        "Rename model.mpk.",
+        "Call LearnerBuilder with a checkpointer.",
+        "Read the load_record docs.",
+        "Enable burn-wgpu.",
+        "Replace the todo! with code.",
+    ):
+        assert _CONCRETE.search(solution), solution
+    for solution in ("Check your code.", "Make sure the shapes are right.", "Report it upstream."):
+        assert not _CONCRETE.search(solution), solution
+
+
+def test_documentation_must_name_what_the_firing_condition_tests() -> None:
+    from bot.lint import condition_subjects
+    from bot.releases import ReleaseTable
+
+    assert condition_subjects("lhs.dims() != rhs.dims()") == {"lhs", "rhs", "dims"}
+    assert condition_subjects("tunable_indices.is_empty()") == {"tunable_indices"}
+
+    def linted(documentation: str) -> set[str]:
+        catalog = catalog_of(
+            base(documentation=documentation, solutions=["Use `a`.", "Use `b`."], exampleFix="x();")
+        )
+        table = ReleaseTable()
+        table.add_release_rows(
+            [
+                {
+                    "repo": "tracel-ai/burn",
+                    "ref": "v0.19.0",
+                    "sha": "abc1234def",
+                    "date": "2025-10-01T00:00:00Z",
+                }
+            ]
+        )
+        site = {"line": 40, "condition": "tunable_indices.is_empty()"}
+        group = {"refs": ["v0.19.0"], "crate": "burn-flex", "sites": [site]}
+        table.add_site_rows(
+            [
+                {
+                    "id": "r1",
+                    "repo": "tracel-ai/burn",
+                    "filePath": "crates/burn-flex/src/ops/reduce.rs",
+                    "releases": [group],
+                }
+            ]
+        )
+        catalog.releases = table
+        return {f.check for f in lint_catalog(catalog)}
+
+    assert "doc-subject" in linted("The reduction fails for this dtype.")
+    assert "doc-subject" not in linted("The plan's next batch has no tunable indices left.")
+    assert "doc-subject" not in linted("No candidate indices are left in the plan.")

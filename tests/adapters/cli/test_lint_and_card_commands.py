@@ -36,7 +36,8 @@ def test_lint_flags_the_seed_with_another_errors_analysis() -> None:
     assert {line.split(": error: ")[1].split(" ")[0] for line in lines} == {
         "analysis-mismatch", "example-order", "example-path", "claims-absence",
     }  # fmt: skip
-    assert out.rstrip().endswith(f"3 records: {len(lines)} errors, 1 warnings")
+    # Warnings: the tags of one, and a vague solution in each of the other two.
+    assert out.rstrip().endswith(f"3 records: {len(lines)} errors, 3 warnings")
 
 
 def test_lint_of_the_embedded_default_data_finds_no_error() -> None:
@@ -53,9 +54,10 @@ def test_lint_json_and_a_clean_catalog(tmp_path: Path) -> None:
     code, out = run(["catalog", "lint", "--json", SEEDS])
     payload = json.loads(out)
     assert code == 1
-    assert (payload["records"], payload["errors"], payload["warnings"]) == (3, 5, 1)
+    assert (payload["records"], payload["errors"], payload["warnings"]) == (3, 5, 3)
     assert {f["check"] for f in payload["findings"]} == {
         "analysis-mismatch", "tags-mismatch", "example-order", "example-path", "claims-absence",
+        "solution-vague",
     }  # fmt: skip
     clean = tmp_path / "clean.jsonl"
     clean.write_text(
