@@ -310,8 +310,11 @@ def render_markdown(card: Card) -> str:
     return "\n".join(markdown_lines(card, style)).strip() + "\n"
 
 
-def card_json(card: Card, site: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The card as data (`lookup --json`'s `card`, `card ID --format json`): what the chat cards show."""
+def card_json(
+    card: Card, site: dict[str, Any] | None = None, history: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The card as data (`lookup --json`'s `card`, `card ID --format json`): what the chat cards show, and
+    the record's history across releases (`bot.history.history_json`, null for a hand-written record)."""
     return {
         "record_id": card.record_id,
         "title": card.title,
@@ -334,6 +337,7 @@ def card_json(card: Card, site: dict[str, Any] | None = None) -> dict[str, Any]:
         "reported_in": [{"label": reported_label(url), "url": url} for url in card.reported_in],
         "source": {"label": card.source_label or None, "url": card.source_url or None},
         "site": site,
+        "history": history,
         "dataset_version": card.dataset_version or None,
         "confidence": card.confidence,
     }

@@ -13,6 +13,7 @@ from bot.card import Card, anchored, build_card, card_json
 from bot.extract import Panic
 from bot.families import FamilyAnalysis, FamilyTable, default_families
 from bot.harvest import crate_of, github_url
+from bot.history import history_json, record_history
 from bot.lint import analysis_is_suspect
 from bot.matcher import LookupResult, Match, Matcher, Reason
 from bot.paths import common_suffix_length, path_parts
@@ -510,7 +511,12 @@ class PanicLookup:
         site = self.site(result)
         best = result.best
         card = self._card(result, best, site) if best is not None else None
-        return result_json(result, site, card)
+        history = self.history_json(best.record.id) if best is not None else None
+        return result_json(result, site, card, history)
+
+    def history_json(self, record_id: str) -> dict[str, Any] | None:
+        """The record's history across the harvested releases, as data (`bot.history`)."""
+        return history_json(record_history(self.catalog.releases, record_id))
 
     @property
     def families(self) -> FamilyTable:
@@ -911,7 +917,10 @@ def match_json(match: Match) -> dict[str, Any]:
 
 
 def result_json(
-    result: LookupResult, site: AnswerSite | None = None, card: Card | None = None
+    result: LookupResult,
+    site: AnswerSite | None = None,
+    card: Card | None = None,
+    history: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The `--json` shape: what was extracted, the ranked matches, whether to post unasked, where the
     answered panic is raised (`site`, null when there is no answer) and the answer's card as data (`card`:
@@ -927,5 +936,5 @@ def result_json(
         "panics": [panic_json(panic) for panic in result.panics],
         "matches": [match_json(match) for match in result.matches],
         "site": site_json,
-        "card": card_json(card, site_json) if card is not None else None,
+        "card": card_json(card, site_json, history) if card is not None else None,
     }

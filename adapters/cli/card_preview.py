@@ -101,7 +101,8 @@ def run_card_preview(service: PanicLookup, record_id: str, fmt: str, out: TextIO
         out.write(render_markdown(card))
         return 0
     if fmt == "json":  # the card as data, as `lookup --json` gives it for its answer
-        out.write(json.dumps(card_json(card), ensure_ascii=False, indent=2) + "\n")
+        data = card_json(card, history=service.history_json(record_id))
+        out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return 0
     build, check = FORMATS[fmt]
     payload = build(card)

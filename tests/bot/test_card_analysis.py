@@ -55,7 +55,10 @@ def test_the_card_as_data_is_what_the_chat_cards_show(service: PanicLookup) -> N
     assert card["solutions"] and card["exampleFix"] and card["preventionTips"]
     assert card["site"] == data["site"] and card["site"]["file"].endswith("async_checkpoint.rs")
     shown = service.card(result)
-    assert shown is not None and card == json.loads(json.dumps(card_json(shown, data["site"])))
+    history = service.history_json(shown.record_id) if shown is not None else None
+    assert shown is not None and card == json.loads(json.dumps(card_json(shown, data["site"], history)))
+    # The checkpointer's send changed form at burn-train 0.20.0: the history dates it.
+    assert [change["version"] for change in card["history"]["condition_changes"]][:1] == ["0.20.0"]
     no_answer = service.answer_json(service.lookup("thread 'main' panicked at src/x.rs:1:1:\nzzqx qqzx\n"))
     assert no_answer["card"] is None
 

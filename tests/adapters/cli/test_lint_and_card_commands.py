@@ -168,6 +168,9 @@ def test_card_as_json_says_whose_analysis_it_is() -> None:
     card = json.loads(out)
     assert code == 0 and card["record_id"] == "8d1d2fa6df3880bd" and card["analysis"] == "record"
     assert card["solutions"] and card["exampleFix"] and card["analysis_note"] is None
+    # The seed's record is in the ecosystem catalog: its history across Burn's releases comes with it.
+    assert card["history"]["first"]["crate"] == "burn-autodiff"
+    assert card["history"]["releases"] >= 2
 
 
 def test_lint_of_the_embedded_catalog_checks_its_families_and_finds_no_error() -> None:
