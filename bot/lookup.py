@@ -13,7 +13,7 @@ from bot.card import Card, anchored, build_card, card_json
 from bot.extract import Panic
 from bot.families import FamilyAnalysis, FamilyTable, default_families
 from bot.harvest import crate_of, github_url
-from bot.history import history_json, record_history
+from bot.history import history_json, last_successor, record_history, successor
 from bot.lint import analysis_is_suspect
 from bot.matcher import LookupResult, Match, Matcher, Reason
 from bot.paths import common_suffix_length, path_parts
@@ -420,7 +420,9 @@ class PanicLookup:
         if chosen.record.filePath is None and panic is not None:
             # A runtime panic's record names no file: the site is where the paste says it was raised.
             return pasted_site(self.catalog.releases, panic, result.version_hints)
-        return answer_site(self.catalog.releases, chosen.record, panic, result.version_hints)
+        return answer_site(
+            self.catalog.releases, chosen.record, panic, result.version_hints, record_of=self.record
+        )
 
     def dataset_version(self, record_id: str) -> str | None:
         return self._versions.get(record_id)
@@ -516,7 +518,12 @@ class PanicLookup:
 
     def history_json(self, record_id: str) -> dict[str, Any] | None:
         """The record's history across the harvested releases, as data (`bot.history`)."""
-        return history_json(record_history(self.catalog.releases, record_id))
+
+        def literal_of(other: str) -> str | None:
+            found = self.record(other)
+            return _literal_text(found) if found is not None else None
+
+        return history_json(record_history(self.catalog.releases, record_id, literal_of))
 
     @property
     def families(self) -> FamilyTable:
@@ -769,11 +776,17 @@ def pasted_site(
 
 
 def answer_site(
-    releases: ReleaseTable, record: Record, panic: Panic | None, declared: tuple[VersionHint, ...] = ()
+    releases: ReleaseTable,
+    record: Record,
+    panic: Panic | None,
+    declared: tuple[VersionHint, ...] = (),
+    record_of: Callable[[str], Record | None] | None = None,
 ) -> AnswerSite:
     """The site of `record` in the release the paste reveals; else, when the paste shows the record's file
     and a line, the release whose site is nearest that line (a checkout between two releases); else the
-    newest release that has it."""
+    newest release that has it. With `record_of` (the catalog's records by id), a message that later
+    releases print the same under another record (placeholders renamed) is not said to be gone, and one
+    reworded in the same function is said to be reworded, not removed."""
     sites = releases.sites_of(record.id)
     repo = record.repo
     file = record.filePath
@@ -787,6 +800,19 @@ def answer_site(
     candidates = releases.candidates(repo, crate, hints)
     pasted: Release | None = candidates[0] if candidates else None
     gone = releases.gone_since(record.id)
+    last = record.id
+    reworded_as: Record | None = None
+    if gone is not None and record_of is not None:
+
+        def literal_of(record_id: str) -> str | None:
+            found = record_of(record_id)
+            return _literal_text(found) if found is not None else None
+
+        last = last_successor(releases, record.id, literal_of)
+        gone = releases.gone_since(last)  # the same words printed by a later record are not gone
+        after = successor(releases, last, literal_of) if gone is not None else None
+        if after is not None and not after.same_text:
+            reworded_as = record_of(after.record_id)
     gone_version = gone.crate_version(crate) or gone.name if gone else None
     chosen = newest
     in_pasted: bool | None = None
@@ -818,7 +844,7 @@ def answer_site(
                 version_name = chosen.version or chosen.release.name
                 note = f"The paste names no release; its line is that of {crate} {version_name}."
     upgrade = None
-    removal = releases.removal(record.id) if gone is not None else None
+    removal = releases.removal(last) if gone is not None and reworded_as is None else None
     # Only when the paste's release has the site (or names none): an upgrade past the commit that took the
     # message out is then the first thing to try.
     gone_by = removal is not None and gone is not None and removal.gone_ref == gone.ref
@@ -827,7 +853,10 @@ def answer_site(
             f"Upgrade to {crate} {gone_version} or later: it no longer raises this message here, "
             f"since the commit {removal.said}."
         )
-    if gone is not None and not note:
+    if reworded_as is not None and not note:
+        words = " ".join(reworded_as.errorMessage.split())[:160]
+        note = f'Reworded in {crate} {gone_version}: from then on the same check reads "{words}".'
+    elif gone is not None and not note:
         note = f"No longer raised since {crate} {gone_version}."
         if gone_by and removal is not None:
             note = f"No longer raised since {crate} {gone_version} (commit {removal.said})."
