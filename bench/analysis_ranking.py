@@ -1,7 +1,7 @@
 """Which messages of the embedded catalog to analyse first (issue 22, "choose by evidence").
 
-    uv run python bench/analysis_ranking.py [--top 600] [--out bench/analysis_ranking.csv]
-                                            [--evidence bench/analysis_evidence.csv] [--pastes bench/real_pastes.csv]
+    uv run python bench/analysis_ranking.py [--top 600] [--per-repo 50] [--out bench/analysis_ranking.csv]
+                  [--evidence bench/analysis_evidence.csv] [--pastes bench/real_pastes.csv]
 
 A *message* is one errorMessage text of one repository across all the files and releases that raise it (its
 placeholders compared as equal, so `{:?}` and `{id:?}` are one message spelled by two releases); it lists the
@@ -9,7 +9,8 @@ ids of its records. Each message gets a score, the sum of these parts (each part
 column with its points):
 
 - evidence (dominant): the public pages where the message was pasted, from `bench/analysis_evidence.csv` and
-  `bench/real_pastes.csv` (facts only: URLs). 100 points for the first URL, 25 for each further one, at most 200.
+  `bench/real_pastes.csv` (facts only: URLs). 100 points for the first URL, 25 for each further one, at most
+  200.
   A message with one real report outranks any message without one.
 - family: 12 points when a message of the same analysis family (bot/data/families.toml) and the same crate
   has evidence ("every message of a family that real pastes hit").
@@ -31,7 +32,8 @@ or with its file and message), `partial k/n` when some do. Done messages are ran
 ranking says what users paste; `done` says what is left to write).
 
 Writes the CSV (rank, score, repo, message, record ids, files, releases, area, family, evidence URLs, reasons,
-done): the top `--top` rows plus every message with evidence, best first.
+done): the top `--top` rows, every message with evidence and the first `--per-repo` of each repository, best
+first (rank is the rank among all messages).
 """
 
 from __future__ import annotations
@@ -79,7 +81,11 @@ AREAS: tuple[tuple[str, re.Pattern[str], int], ...] = tuple(
         ),
         ("autodiff", r"burn-autodiff/src/", 22),
         ("ONNX import", r"burn-import/src/|onnx-ir/src/|burn-onnx/src/|crates/onnx", 20),
-        ("nn modules and optimizers", r"burn-core/src/(nn|optim|lr_scheduler)/|burn-nn/src/|burn-optim/src/", 18),
+        (
+            "nn modules and optimizers",
+            r"burn-core/src/(nn|optim|lr_scheduler)/|burn-nn/src/|burn-optim/src/",
+            18,
+        ),
         ("fusion", r"burn-fusion/src/|burn-cubecl-fusion/src/|burn-ir/src/|fusion", 16),
         ("tensor internals", r"burn-tensor/src/|burn-std/src/|burn-backend/src/", 15),
         ("cubecl memory and tuning", r"cubecl-runtime/src/", 14),
@@ -285,9 +291,7 @@ def attach_evidence(messages: Sequence[Message], evidence: Iterable[Evidence]) -
 
 def score(messages: Sequence[Message]) -> list[Message]:
     """Score every message (see the module's docstring) and return them best first."""
-    hit_families = {
-        (m.family, crate) for m in messages if m.evidence and m.family for crate in m.crates
-    }
+    hit_families = {(m.family, crate) for m in messages if m.evidence and m.family for crate in m.crates}
     for m in messages:
         parts: list[tuple[float, str]] = []
         if m.evidence:
@@ -334,7 +338,7 @@ def load_catalog(data: Path) -> tuple[list[dict[str, Any]], dict[str, set[str]],
     analysed = [row["record"] for name in ANALYSED_FILES for row in _json_lines(data / name)]
     known = {r["id"] for r in records}
     sites = {((r.get("filePath") or ""), normalize(r["errorMessage"])) for r in records}
-    # analysed records not in the ecosystem catalog (Rust runtime panics, seeds of another site) are messages too
+    # analysed records outside the ecosystem catalog (Rust runtime panics, seeds of another site) are messages
     for record in analysed:
         site = ((record.get("filePath") or ""), normalize(record["errorMessage"]))
         if record["id"] not in known and (not record.get("filePath") or site not in sites):
@@ -397,8 +401,20 @@ def read_pastes(path: Path) -> list[Evidence]:
         ]
 
 
-def write_ranking(ranked: Sequence[Message], out: Path, top: int) -> int:
-    rows = [m for i, m in enumerate(ranked) if i < top or m.evidence]
+def chosen_rows(ranked: Sequence[Message], top: int, per_repo: int) -> list[Message]:
+    """The rows written: the first `top`, every message with evidence, and the first `per_repo` of each
+    repository (so cubecl, wgpu and burn-onnx have their own list under Burn's many tensor checks)."""
+    seen: dict[str, int] = defaultdict(int)
+    rows: list[Message] = []
+    for i, m in enumerate(ranked):
+        seen[m.repo] += 1
+        if i < top or m.evidence or seen[m.repo] <= per_repo:
+            rows.append(m)
+    return rows
+
+
+def write_ranking(ranked: Sequence[Message], out: Path, top: int, per_repo: int = 0) -> int:
+    rows = set(map(id, chosen_rows(ranked, top, per_repo)))
     with out.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(
@@ -406,7 +422,7 @@ def write_ranking(ranked: Sequence[Message], out: Path, top: int) -> int:
              "evidence", "reasons", "done"]
         )  # fmt: skip
         for rank, m in enumerate(ranked, 1):
-            if m not in rows:
+            if id(m) not in rows:
                 continue
             writer.writerow(
                 [rank, f"{m.score:.1f}", m.repo, m.message, " ".join(m.ids), " ".join(m.files),
@@ -430,11 +446,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pastes", type=Path, default=DEFAULT_PASTES)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--top", type=int, default=600, help="rows written besides those with evidence")
+    parser.add_argument("--per-repo", type=int, default=50, help="rows written for each repository at least")
     parser.add_argument("--show", type=int, default=20, help="rows printed")
     args = parser.parse_args(argv)
     evidence = read_evidence(args.evidence) + read_pastes(args.pastes)
     ranked = rank_catalog(args.data, evidence)
-    written = write_ranking(ranked, args.out, args.top)
+    written = write_ranking(ranked, args.out, args.top, args.per_repo)
     with_evidence = sum(1 for m in ranked if m.evidence)
     unmatched = [e for e in evidence if not any(e.url in m.evidence for m in ranked)]
     print(f"{len(ranked):,} messages; {with_evidence} with evidence; {written} rows -> {args.out}")
