@@ -44,11 +44,12 @@ class Rule:
     messages: tuple[re.Pattern[str], ...] = ()
     kinds: tuple[str, ...] = ()
 
-    def match(self, record: Record) -> dict[str, str] | None:
-        """The named groups the message pattern captured (empty when none), or None when it does not hold."""
+    def match(self, record: Record, *, any_kind: bool = False) -> dict[str, str] | None:
+        """The named groups the message pattern captured (empty when none), or None when it does not hold.
+        `any_kind`: whatever the record's background tag (a record whose written analysis retagged it)."""
         if self.repos and (record.repo or "") not in self.repos:
             return None
-        if self.kinds and (record.backgroundTag or "") not in self.kinds:
+        if self.kinds and not any_kind and (record.backgroundTag or "") not in self.kinds:
             return None
         path = record.filePath or ""
         if self.paths and not any(p.search(path) for p in self.paths):

@@ -360,6 +360,13 @@ def family_findings(
             for number, rule in enumerate(family.rules):
                 if rule.match(record) is not None:
                     used.add((family.name, number))
+        if record.has_analysis:
+            # A written analysis wins over the family and may retag the record (`expect-failed` becomes
+            # `usage-error`): the rule that takes its harvested twin still takes it.
+            for family in families.families:
+                for number, rule in enumerate(family.rules):
+                    if (family.name, number) not in used and rule.match(record, any_kind=True) is not None:
+                        used.add((family.name, number))
         if len(found) > 1:
             names = ", ".join(family.name for family, _ in found)
             findings.append(

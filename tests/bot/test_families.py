@@ -174,3 +174,18 @@ def test_a_written_analysis_wins_over_the_family(embedded: Catalog) -> None:
     families = default_families()
     analysed = [r for r in embedded.records if r.has_analysis]
     assert analysed and all(families.analysis_in(r, embedded.releases) is None for r in analysed)
+
+
+def test_a_rule_whose_record_got_a_written_analysis_and_a_new_tag_is_still_used() -> None:
+    families = table("things")
+    written = base(
+        errorMessage="Unsupported gather",
+        messagePattern="Unsupported gather",
+        backgroundTag="usage-error",  # retagged by its analysis: the rule's `explicit-panic` no longer holds
+        documentation="Gather is not supported here.",
+        solutions=["Use `select`.", "Upgrade to burn 0.19.0."],
+        exampleFix="let x = 1;",
+    )
+    assert not [f for f in family_findings(catalog_of(written), families) if f.check == "family-unused"]
+    bare = {**written, "documentation": None, "solutions": [], "exampleFix": None}
+    assert [f.check for f in family_findings(catalog_of(bare), families)].count("family-unused") == 1
