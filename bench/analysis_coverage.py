@@ -16,6 +16,9 @@
     right answers with a card, it prints the share with solutions and with an example fix, by analysis kind,
     then every wrong and unanswered paste.
 
+(c) Needs no paste text: the records the CSV expects, by the analysis their card shows (the best of the
+    records of that message and file, when several releases or files carry it).
+
 Prints; writes nothing.
 """
 
@@ -222,6 +225,32 @@ def pastes_table(service: PanicLookup, csv_path: Path, pastes_path: Path) -> Non
             print(f"        {label}: {one_line(got)}")
 
 
+def expected_records_table(service: PanicLookup, csv_path: Path) -> None:
+    """(c) Without the paste texts: the records real_pastes.csv expects (message and file, as `right`
+    compares them), by the analysis their card shows. What a user reads once the paste is answered right."""
+    rows = [e for e in read_expected(csv_path) if e.message]
+    kinds: Counter[str] = Counter()
+    unknown = []
+    for row in rows:
+        found = [
+            record
+            for record in service.catalog.records
+            if same_message(record.errorMessage, row.message) and same_file(record.filePath or "", row.file)
+        ]
+        if not found:
+            unknown.append(row.url)
+            continue
+        # One message at several sites (releases, files): the best card any of them shows.
+        shown = {record_kind(service, record)[0] for record in found}
+        kinds[next(kind for kind in KINDS if kind in shown)] += 1
+    n = len(rows)
+    print(f"\n(c) The records that {n} rows of {csv_path.name} expect, by the analysis their card shows")
+    for kind in KINDS:
+        print(f"    {kind:<10} {kinds[kind]:>4} {percent(kinds[kind], n):>7}")
+    if unknown:
+        print(f"    {len(unknown)} expected records are not in the catalog: {', '.join(unknown[:5])}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
@@ -233,6 +262,7 @@ def main() -> int:
     args = parser.parse_args()
     service = PanicLookup(default_catalog())
     catalog_table(service)
+    expected_records_table(service, args.csv)
     pastes = args.pastes if args.pastes is not None else DEFAULT_PASTES
     if not pastes.exists():
         print(f"\n(b) Real pastes: {pastes} is missing; skipped (the texts are not in the repository)")
