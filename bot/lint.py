@@ -184,10 +184,12 @@ def condition_subjects(condition: str) -> set[str]:
 
 def _spoken(name: str) -> set[str]:
     """How prose may write a code name: as is, with spaces for underscores, run together, or by one of its
-    words of four letters or more that is not an everyday one (`tunable_indices` -> tunable, indices)."""
+    words of three letters or more that is not an everyday one (`tunable_indices` -> tunable, indices,
+    `d_lhs` -> lhs), a plural also without its `s` (`exists` -> exist, `dims` -> dim)."""
     lowered = name.lower()
-    words = {word for word in lowered.split("_") if len(word) >= 4 and word not in _CONDITION_NOISE}
-    return {lowered, lowered.replace("_", " "), lowered.replace("_", ""), *words}
+    words = {word for word in lowered.split("_") if len(word) >= 3 and word not in _CONDITION_NOISE}
+    singular = {word[:-1] for word in (*words, lowered) if word.endswith("s") and len(word) >= 4}
+    return {lowered, lowered.replace("_", " "), lowered.replace("_", ""), *words, *singular}
 
 
 def _subject_findings(entry: CatalogEntry, catalog: Catalog) -> Iterable[Finding]:
