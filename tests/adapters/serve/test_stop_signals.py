@@ -6,6 +6,7 @@ SIGTERM twice within milliseconds. The copy must not cut the readiness drain to 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -129,3 +130,63 @@ def test_serve_given_sigterm_twice_answers_503_for_the_whole_drain() -> None:
     assert process.returncode == 0, text
     assert "Traceback" not in text
     assert last_answer - sent >= drain * 0.9, text  # before: closed within a few hundred milliseconds
+
+
+def serve_slack_unreachable(drain: float) -> tuple[subprocess.Popen[bytes], int]:
+    """`panicbot serve slack` (Socket Mode) with Slack's Web API on a closed port, and its HTTP port."""
+    port = closed_port()
+    unset = (*SLACK_VARIABLES, *OTHER_PLATFORMS, *PROXY_VARIABLES)
+    environ = {k: v for k, v in os.environ.items() if k not in unset}
+    environ.update(
+        NO_PROXY="127.0.0.1",
+        PANICBOT_CATALOG=str(SEEDS),
+        DATABASE_URL=f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-test-')}/panicbot.db",
+        PANICBOT_HTTP_HOST="127.0.0.1",
+        PANICBOT_LOG_FORMAT="text",
+        PANICBOT_CATALOG_WATCH_SECONDS="0",
+        PANICBOT_SHUTDOWN_DRAIN_SECONDS=str(drain),
+        SLACK_BOT_TOKEN="xoxb-1-test-token",
+        SLACK_APP_TOKEN="xapp-1-A1-test-app-token",
+        SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/",  # not ready: /readyz 503 before and after
+    )
+    command = [sys.executable, "-m", "adapters.cli.main", "serve", "slack", "--port", str(port)]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    return process, port
+
+
+def signal_twice(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to its process group, and again to it a moment later, as `uv run` forwards it (sent at the
+    same instant, the kernel would merge the two)."""
+    os.killpg(process.pid, signal.SIGTERM)
+    time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+
+
+@pytest.mark.parametrize("delay", [0.6, 1.5])
+def test_sigterm_twice_during_start_up_is_one_line_and_exit_0(delay: float) -> None:
+    process, _ = serve_slack_unreachable(drain=0)
+    try:
+        time.sleep(delay)
+        signal_twice(process)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        end_all(process)
+    text = stderr.decode()
+    assert process.returncode == 0, text
+    assert "Traceback" not in text
+
+
+def test_sigterm_twice_with_no_drain_is_exit_0() -> None:
+    process, port = serve_slack_unreachable(drain=0)
+    try:
+        wait_for_health(process, port, timeout=60)
+        signal_twice(process)  # the copy comes when the service has already stopped
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        end_all(process)
+    text = stderr.decode()
+    assert process.returncode == 0, text  # before: -15, the copy killed it on its way out
+    assert "Traceback" not in text and text.strip().endswith("stopped")
