@@ -55,7 +55,18 @@ class StoppedDuringStartUp(BaseException):
 
 
 def _stop_start_up(signum: int, _frame: object) -> None:
+    # The same signal often comes twice within milliseconds (systemd signals every process of the unit,
+    # `uv run` forwards what its process group also got): the copy must not interrupt this stop.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise StoppedDuringStartUp(signal.Signals(signum).name)
+
+
+def _ignore_stop_signals() -> None:
+    """The service has stopped and the process is ending: a copy of the signal that stopped it, still on its
+    way, must not kill it on the way out (closing, the event loop gave SIGTERM its default action back)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _catch_sigterm() -> Any:
@@ -284,7 +295,10 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
             settings.panicbot_http_host = args.host
         service = Service(settings, platforms, slack_http=args.http)
         configure_logging(settings.panicbot_log_format)  # only once start-up checks have passed
-        asyncio.run(service.run())
+        try:
+            asyncio.run(service.run())
+        finally:
+            _ignore_stop_signals()
     except ServiceError as exc:
         raise UsageError(str(exc)) from None
     if service.failure:
@@ -322,7 +336,10 @@ def command_console(args: argparse.Namespace, out: TextIO, err: Console) -> int:
             f"panicbot console on http://{settings.panicbot_http_host}:{settings.panicbot_http_port}/console/",
             markup=False,
         )
-        asyncio.run(service.run())
+        try:
+            asyncio.run(service.run())
+        finally:
+            _ignore_stop_signals()
     except ServiceError as exc:
         raise UsageError(str(exc)) from None
     return EXIT_OK
@@ -585,6 +602,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     # action's silent 143. The command is the first argument (the parser has no option before it).
     words = sys.argv[1:] if argv is None else list(argv)
     before = _catch_sigterm() if words[:1] in (["serve"], ["console"]) else None
+    before_sigint = signal.getsignal(signal.SIGINT)
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "limit", 5) < 1:
@@ -612,8 +630,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         )
         return EXIT_INTERNAL
     finally:
-        if before is not None:
+        if before is not None and argv is None:
+            _ignore_stop_signals()  # the process ends now, stopped by a signal that may come twice
+        elif before is not None:  # a caller in this process gets its handlers back
             signal.signal(signal.SIGTERM, before)
+            if before_sigint is not None:
+                signal.signal(signal.SIGINT, before_sigint)
         if argv is None:
             # The process's own arguments: it ends now. Its last full garbage collection would walk every
             # object of the catalog and its index (50 ms of a 0.5 s `lookup`); frozen, they are only freed.

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import signal
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ log = logging.getLogger("panicbot.service")
 USER_RATE_WINDOW_SECONDS = 60.0
 PRUNE_EVERY_SECONDS = 24 * 3600
 STORE_BACKLOG = 10_000  # lookups waiting to be written before statistics are dropped
+# A stop signal this soon after the first is that one delivered twice (systemd's default KillMode signals
+# every process of the unit, `uv run` forwards what its process group also gets): it changes nothing.
+SAME_SIGNAL_SECONDS = 1.0
 
 
 class StoreObserver:
@@ -223,6 +227,7 @@ class Service:
         self._stop = asyncio.Event()
         self._hurry = asyncio.Event()
         self.signalled: str | None = None  # the signal that stopped the service, if one did
+        self._signalled_at: float | None = None  # when (time.monotonic) that first signal came
         self.started = asyncio.Event()
         self.bound: Any = None
 
@@ -373,11 +378,30 @@ class Service:
         await self.shutdown(runner)
 
     def _signalled(self, sig: signal.Signals) -> None:
-        """SIGTERM or SIGINT: stop; a second one cuts the readiness drain short."""
-        if self._stop.is_set():
-            self._hurry.set()
-        self.signalled = self.signalled or sig.name
-        self._stop.set()
+        """SIGTERM or SIGINT: stop, /readyz 503 from now on. Another one within SAME_SIGNAL_SECONDS of
+        the first is that signal delivered twice and is ignored; a later one cuts the readiness drain
+        short."""
+        now = time.monotonic()
+        self.status.stopping = True
+        if self._signalled_at is None:
+            self._signalled_at = now
+            self.signalled = sig.name
+            if self._stop.is_set():  # already stopping (`stop()`): a signal means "now"
+                self._hurry.set()
+            self._stop.set()
+            return
+        since = now - self._signalled_at
+        if since < SAME_SIGNAL_SECONDS:
+            log.debug(
+                "%s %.2f s after %s: the same signal delivered twice, ignored",
+                sig.name,
+                since,
+                self.signalled,
+            )
+            return
+        if not self._hurry.is_set():
+            log.info("%s again: cutting the readiness drain short", sig.name)
+        self._hurry.set()
 
     def _count_drops(self, name: str, state: Any) -> None:
         """Unasked lookups a platform dropped because a channel's queue was full."""

@@ -62,6 +62,20 @@ def private_schema(admin: Engine) -> Iterator[str]:
 
 
 @contextmanager
+def scratch_database(admin: Engine) -> Iterator[str]:
+    """A new, empty, uniquely named database on `admin`'s server, dropped afterwards (connections still
+    open to it are ended first); yields its URL."""
+    name = f"panicbot_test_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin.url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@contextmanager
 def silent_database() -> Iterator[str]:
     """A PostgreSQL URL (with `SECRET_PASSWORD`) at a TCP server on 127.0.0.1 that accepts and never answers.
 

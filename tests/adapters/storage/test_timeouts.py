@@ -15,7 +15,7 @@ from sqlalchemy import Engine, text
 from adapters.storage import SqlStore, StorageError, upgrade_database
 from adapters.storage.engine import DEFAULT_CONNECT_TIMEOUT_SECONDS
 from adapters.storage.migrate import MIGRATION_LOCK_KEY
-from tests.adapters.storage.support import SECRET_PASSWORD, silent_database
+from tests.adapters.storage.support import SECRET_PASSWORD, private_schema, silent_database
 
 # The connect timeout, plus room for a slow shared machine (never the minutes a hang would take).
 BOUND_SECONDS = DEFAULT_CONNECT_TIMEOUT_SECONDS + 5
@@ -77,20 +77,31 @@ def test_postgres_connections_carry_the_statement_timeout(migrated_postgres_url:
 
 
 def test_a_migration_stuck_behind_the_lock_gives_up_after_its_statement_timeout(
-    postgres_admin: Engine, migrated_postgres_url: str
+    postgres_admin: Engine,
 ) -> None:
-    # Another replica "migrating" forever: it holds the migration lock and never lets go.
-    with postgres_admin.connect() as holder:
+    # Another replica "migrating" a fresh database forever: it holds the migration lock and never lets go.
+    with private_schema(postgres_admin) as fresh_url, postgres_admin.connect() as holder:
         holder.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
         try:
-            error, elapsed = outcome_within(
-                10, lambda: upgrade_database(migrated_postgres_url, statement_timeout=1)
-            )
+            error, elapsed = outcome_within(10, lambda: upgrade_database(fresh_url, statement_timeout=1))
         finally:
             holder.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK_KEY})
     assert isinstance(error, StorageError), repr(error)
-    assert "migrating the database failed" in str(error) and "statement timeout" in str(error)
+    assert "waiting for another replica's migration failed" in str(error)
+    assert "statement timeout" in str(error)
     assert elapsed < 5
+
+
+def test_a_sqlite_migration_stuck_behind_another_gives_up_after_its_statement_timeout(tmp_path: Path) -> None:
+    holder = sqlite3.connect(tmp_path / "panicbot.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another replica migrating the new file, forever
+    try:
+        url = f"sqlite:///{tmp_path / 'panicbot.db'}"
+        error, elapsed = outcome_within(5, lambda: upgrade_database(url, statement_timeout=0.5))
+    finally:
+        holder.close()
+    assert isinstance(error, StorageError) and "database is locked" in str(error), repr(error)
+    assert elapsed < 3
 
 
 def test_sqlite_waits_for_a_lock_only_as_long_as_its_timeout(tmp_path: Path) -> None:
