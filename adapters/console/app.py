@@ -21,7 +21,16 @@ from aiohttp import web
 
 from adapters.console import chart as charts
 from adapters.console.auth import COOKIE, Authenticator, Session, parse_users
-from adapters.console.drafts import FIELDS, append_draft, build_record, prefill, release_of
+from adapters.console.draft_preview import GROUPS_TRIED, ApiTables, catalog_paths_of, preview_draft
+from adapters.console.drafts import (
+    FIELDS,
+    DraftWriteError,
+    append_draft,
+    build_record,
+    prefill,
+    release_of,
+    set_aside_damaged_tail,
+)
 from adapters.console.previews import previews
 from adapters.console.settings import ConsoleSettings
 from adapters.storage import SqlStore
@@ -68,6 +77,7 @@ class Console:
     store: SqlStore
     drafts: Path
     templates: jinja2.Environment
+    api: ApiTables
 
     def render(self, request: web.Request, name: str, status: int = 200, **values: Any) -> web.Response:
         session = request.get(SESSION_KEY)
@@ -223,32 +233,85 @@ async def draft_form(request: web.Request) -> web.Response:
     if group is None:
         raise web.HTTPNotFound(text="no such unmatched panic (pruned?)")
     values = prefill(group, console.lookups().releases)
-    return console.render(request, "draft.html", group=group, values=values, fields=FIELDS)
+    return console.render(
+        request,
+        "draft.html",
+        fingerprint=request.match_info["fingerprint"],
+        group=group,
+        values=values,
+        fields=FIELDS,
+    )
+
+
+async def _draft_request(request: web.Request) -> tuple[Any, dict[str, str]]:
+    console = _console(request)
+    group = await asyncio.to_thread(queries.unmatched_group, console.store, request.match_info["fingerprint"])
+    form = await request.post()
+    return group, {name: _field(form, name) for name in FIELDS}
+
+
+def _draft_refused(request: web.Request, group: Any, values: dict[str, str], problems: Any) -> web.Response:
+    return _console(request).render(
+        request,
+        "draft.html",
+        fingerprint=request.match_info["fingerprint"],
+        status=400,
+        group=group,
+        values=values,
+        fields=FIELDS,
+        problems=problems,
+    )
+
+
+async def draft_preview(request: web.Request) -> web.Response:
+    """The draft as it would be saved, shown before it is: its card three ways, its lint findings in the
+    served catalog, and the stored unmatched panics it would answer. Nothing is written."""
+    console = _console(request)
+    group, values = await _draft_request(request)
+    # Off the event loop: RE2 compiles the pattern, and the checks below read every stored group.
+    result = await asyncio.to_thread(build_record, values)
+    if result.record is None:
+        return _draft_refused(request, group, values, result.problems)
+    groups = await asyncio.to_thread(queries.unmatched_groups, console.store, GROUPS_TRIED)
+    shown = await asyncio.to_thread(preview_draft, result.record, console.lookups(), groups, console.api.get)
+    return console.render(
+        request,
+        "draft.html",
+        fingerprint=request.match_info["fingerprint"],
+        group=group,
+        values=values,
+        fields=FIELDS,
+        preview=shown,
+    )
 
 
 async def draft_save(request: web.Request) -> web.Response:
     console = _console(request)
-    group = await asyncio.to_thread(queries.unmatched_group, console.store, request.match_info["fingerprint"])
-    form = await request.post()
-    values = {name: _field(form, name) for name in FIELDS}
-    result = build_record(values)
+    group, values = await _draft_request(request)
+    result = await asyncio.to_thread(build_record, values)
     if result.record is None:
+        return _draft_refused(request, group, values, result.problems)
+    shown = await asyncio.to_thread(preview_draft, result.record, console.lookups(), [], console.api.get)
+    try:
+        line = await asyncio.to_thread(append_draft, console.drafts, result.record)
+    except DraftWriteError as exc:
+        log.error("console draft not written", extra={"record": result.record.id, "reason": str(exc)})
         return console.render(
             request,
             "draft.html",
-            status=400,
+            fingerprint=request.match_info["fingerprint"],
+            status=503,
             group=group,
             values=values,
             fields=FIELDS,
-            problems=result.problems,
+            problems=[f"{exc}: nothing of it was kept; your text is still in the form"],
         )
-    line = await asyncio.to_thread(append_draft, console.drafts, result.record)
     log.info("console draft written", extra={"record": result.record.id})
     return console.render(
         request,
         "drafted.html",
         record=result.record,
-        findings=result.findings,
+        findings=shown.findings,
         drafts=str(console.drafts),
         line=line,
     )
@@ -360,12 +423,15 @@ def build_console_app(
 ) -> web.Application:
     """The sub-application (mount it at `/console`); raises `SettingsError` on a malformed user list."""
     app = web.Application(middlewares=[security_headers, require_session])
+    drafts = Path(settings.panicbot_console_drafts)
+    set_aside_damaged_tail(drafts)  # logged with its line number; the next draft starts a line of its own
     app[CONSOLE_KEY] = Console(
         auth=authenticator(settings),
         lookups=lookups,
         store=store,
-        drafts=Path(settings.panicbot_console_drafts),
+        drafts=drafts,
         templates=_templates(),
+        api=ApiTables(catalog_paths_of(settings)),
     )
     app.router.add_get("/login", login_page)
     app.router.add_post("/login", login)
@@ -374,6 +440,7 @@ def build_console_app(
     app.router.add_get("/chart.svg", unmatched_chart)
     app.router.add_get("/draft/{fingerprint:[0-9a-f]{64}}", draft_form)
     app.router.add_post("/draft/{fingerprint:[0-9a-f]{64}}", draft_save)
+    app.router.add_post("/draft/{fingerprint:[0-9a-f]{64}}/preview", draft_preview)
     app.router.add_get("/records", records)
     app.router.add_post("/records", records)
     app.router.add_get("/records/{record_id}", record_page)
