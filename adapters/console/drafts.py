@@ -203,8 +203,11 @@ def _set_aside(path: Path, handle: Any) -> DamagedTail | None:
     handle.flush()
     os.fsync(handle.fileno())
     log.warning(
-        "drafts file had a damaged last line: set aside",
-        extra={"drafts": str(path), "line": line, "chars": len(tail), "kept_in": str(damaged)},
+        "drafts file %s: line %d was cut short (%d bytes, no newline); set aside in %s",
+        path,
+        line,
+        len(tail),
+        damaged,
     )
     return DamagedTail(line, len(tail), damaged)
 
@@ -239,8 +242,13 @@ def append_draft(path: Path, record: Record) -> int:
 def _write_all(descriptor: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(descriptor, view)
+        written = _write_chunk(descriptor, view)
         view = view[written:]
+
+
+def _write_chunk(descriptor: int, data: memoryview) -> int:
+    """One `write(2)`: it may take part of the data, or fail after an earlier part was taken."""
+    return os.write(descriptor, data)
 
 
 def _cut_back(descriptor: int, size: int) -> None:

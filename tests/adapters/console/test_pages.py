@@ -5,8 +5,10 @@ checked before they are written, the chart without script."""
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import html
+import os
 import re
 import shutil
 import tempfile
@@ -287,3 +289,25 @@ def test_a_pattern_that_matches_more_answers_more_and_a_bad_one_is_a_clear_400(c
     huge = dict(values, csrf=csrf, documentation="x" * 30_000)
     refused = call(f"{console.base}/console/draft/{fingerprint}/preview", huge, cookie)
     assert refused.status == 400 and "documentation: at most 20,000 characters" in refused.body
+
+
+def test_a_full_disk_keeps_the_form_and_writes_nothing(
+    console: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adapters.console import drafts
+
+    cookie, csrf = login(console)
+    fingerprint = _fingerprint_of(console, cookie, QUEUE)
+    values = _form_values(call(f"{console.base}/console/draft/{fingerprint}", cookie=cookie).body)
+    before = console.drafts.read_bytes() if console.drafts.exists() else b""
+
+    def full(descriptor: int, data: memoryview) -> int:
+        os.write(descriptor, data[:10])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(drafts, "_write_chunk", full)
+    reply = call(f"{console.base}/console/draft/{fingerprint}", dict(values, csrf=csrf), cookie)
+    assert reply.status == 503
+    assert "the draft was not written (the disk is full)" in reply.body
+    assert "Operation queue overflowed: {} pending operations on stream {}" in reply.body  # the form, kept
+    assert (console.drafts.read_bytes() if console.drafts.exists() else b"") == before
