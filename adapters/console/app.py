@@ -20,7 +20,15 @@ import jinja2
 from aiohttp import web
 
 from adapters.console import chart as charts
-from adapters.console.auth import COOKIE, Authenticator, Session, parse_users
+from adapters.console.auth import (
+    COOKIE,
+    Authenticator,
+    Network,
+    Session,
+    client_address,
+    parse_users,
+    retry_after,
+)
 from adapters.console.draft_preview import GROUPS_TRIED, ApiTables, catalog_paths_of, preview_draft
 from adapters.console.drafts import (
     FIELDS,
@@ -78,6 +86,11 @@ class Console:
     drafts: Path
     templates: jinja2.Environment
     api: ApiTables
+    trusted_proxies: tuple[Network, ...] = ()
+
+    def client(self, request: web.Request) -> str:
+        """The client's address: the peer's, or through trusted proxies their `X-Forwarded-For`."""
+        return client_address(request.remote, request.headers.get("X-Forwarded-For"), self.trusted_proxies)
 
     def render(self, request: web.Request, name: str, status: int = 200, **values: Any) -> web.Response:
         session = request.get(SESSION_KEY)
@@ -169,11 +182,15 @@ async def login_page(request: web.Request, *, status: int = 200, error: bool = F
 
 async def login(request: web.Request) -> web.StreamResponse:
     console = _console(request)
-    client = request.remote or "?"
+    client = console.client(request)
     if not _same_origin(request):
         raise web.HTTPForbidden(text="cross-origin login refused")
-    if console.auth.blocked(client):
-        raise web.HTTPTooManyRequests(text="too many failed logins: wait a minute")
+    wait = console.auth.wait_seconds(client)
+    if wait > 0:
+        raise web.HTTPTooManyRequests(
+            text=f"too many failed logins from your address: try again in {retry_after(wait)} s",
+            headers={"Retry-After": retry_after(wait)},
+        )
     form = await request.post()
     given_csrf = _field(form, "csrf")
     nonce = request.cookies.get(LOGIN_COOKIE)
@@ -181,12 +198,18 @@ async def login(request: web.Request) -> web.StreamResponse:
     # neither (and the origin checks above hold for both).
     if (given_csrf or nonce) and not console.auth.login_csrf_ok(nonce or "", given_csrf):
         raise web.HTTPForbidden(text="missing or wrong CSRF token")
-    user = await asyncio.to_thread(console.auth.check, _field(form, "token"))
+    token = _field(form, "token")
+    # The shared token is one constant-time comparison, on the loop: a flood of wrong tokens queueing for
+    # the argon2 threads never holds the right one back.
+    user = console.auth.check_shared(token)
+    if user is None and console.auth.has_users:
+        user = await asyncio.to_thread(console.auth.check_users, token)
     if user is None:
         console.auth.failed(client)
-        log.info("console login refused")
+        log.info("console login refused", extra={"client": client})
         return await login_page(request, status=401, error=True)
-    log.info("console login", extra={"user": user})
+    console.auth.succeeded(client)
+    log.info("console login", extra={"user": user, "client": client})
     response = web.HTTPSeeOther(f"{PREFIX}/")
     response.set_cookie(
         COOKIE,
@@ -201,7 +224,12 @@ async def login(request: web.Request) -> web.StreamResponse:
     raise response
 
 
-async def logout(_: web.Request) -> web.StreamResponse:
+async def logout(request: web.Request) -> web.StreamResponse:
+    """Ends the session on the server too: its cookie, replayed, no longer works."""
+    session = request.get(SESSION_KEY)
+    if session is not None:
+        _console(request).auth.revoke(session)
+        log.info("console logout", extra={"user": session.user})
     response = web.HTTPSeeOther(f"{PREFIX}/login")
     response.del_cookie(COOKIE, path=PREFIX)
     raise response
@@ -432,6 +460,7 @@ def build_console_app(
         drafts=drafts,
         templates=_templates(),
         api=ApiTables(catalog_paths_of(settings)),
+        trusted_proxies=settings.trusted_proxies,
     )
     app.router.add_get("/login", login_page)
     app.router.add_post("/login", login)
