@@ -138,6 +138,34 @@ async def security_headers(request: web.Request, handler: Handler) -> web.Stream
 
 
 @web.middleware
+async def error_page(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """An unexpected error is the console's own page (500): no traceback, a request id that is in the log
+    with the traceback, so a maintainer can quote it and an operator find it."""
+    try:
+        return await handler(request)
+    except (web.HTTPException, asyncio.CancelledError):
+        raise
+    except Exception:
+        request_id = secrets.token_hex(8)
+        log.exception(
+            "console error (request id %s) on %s %s",
+            request_id,
+            request.method,
+            request.path,
+            extra={"request_id": request_id},
+        )
+        try:
+            response = _console(request).render(request, "error.html", status=500, request_id=request_id)
+        except Exception:  # the page itself failed: still no traceback, still the id
+            log.exception("console error page failed (request id %s)", request_id)
+            response = web.Response(
+                status=500, text=f"panicbot console: unexpected error (request id {request_id})\n"
+            )
+        response.headers["X-Request-Id"] = request_id
+        return response
+
+
+@web.middleware
 async def require_session(request: web.Request, handler: Handler) -> web.StreamResponse:
     """No session: GET goes to the login page, anything else is refused. A POST needs its CSRF token."""
     relative = request.path[len(PREFIX) :] or "/"
@@ -450,7 +478,7 @@ def build_console_app(
     settings: ConsoleSettings, lookups: Callable[[], PanicLookup], store: SqlStore
 ) -> web.Application:
     """The sub-application (mount it at `/console`); raises `SettingsError` on a malformed user list."""
-    app = web.Application(middlewares=[security_headers, require_session])
+    app = web.Application(middlewares=[security_headers, error_page, require_session])
     drafts = Path(settings.panicbot_console_drafts)
     set_aside_damaged_tail(drafts)  # logged with its line number; the next draft starts a line of its own
     app[CONSOLE_KEY] = Console(

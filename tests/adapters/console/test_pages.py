@@ -8,6 +8,7 @@ import base64
 import errno
 import hashlib
 import html
+import logging
 import os
 import re
 import shutil
@@ -311,3 +312,26 @@ def test_a_full_disk_keeps_the_form_and_writes_nothing(
     assert "the draft was not written (the disk is full)" in reply.body
     assert "Operation queue overflowed: {} pending operations on stream {}" in reply.body  # the form, kept
     assert (console.drafts.read_bytes() if console.drafts.exists() else b"") == before
+
+
+def test_an_unexpected_error_is_the_console_s_own_page_with_a_logged_request_id(
+    console: Running, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from adapters.storage import console_queries
+
+    cookie, _ = login(console)
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("database said something secret-ish")
+
+    monkeypatch.setattr(console_queries, "unmatched_groups", broken)
+    with caplog.at_level(logging.ERROR, logger="panicbot.console"):
+        reply = call(f"{console.base}/console/", cookie=cookie)
+    assert reply.status == 500
+    assert "Something went wrong" in reply.body and "Server got itself in trouble" not in reply.body
+    assert "Traceback" not in reply.body and "secret-ish" not in reply.body
+    request_id = re.search(r'<code id="request-id">([0-9a-f]{16})</code>', reply.body)
+    assert request_id is not None and reply.headers["X-Request-Id"] == request_id.group(1)
+    logged = [r for r in caplog.records if request_id.group(1) in r.getMessage()]
+    assert logged and logged[0].exc_info is not None  # the traceback is in the log, under the id
+    assert reply.headers["Content-Security-Policy"].startswith("default-src 'none'")
