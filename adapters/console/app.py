@@ -29,7 +29,13 @@ from adapters.console.auth import (
     parse_users,
     retry_after,
 )
-from adapters.console.draft_preview import GROUPS_TRIED, ApiTables, catalog_paths_of, preview_draft
+from adapters.console.draft_preview import (
+    GROUPS_TRIED,
+    ApiTables,
+    catalog_paths_of,
+    draft_findings,
+    preview_draft,
+)
 from adapters.console.drafts import (
     FIELDS,
     DraftWriteError,
@@ -347,7 +353,7 @@ async def draft_save(request: web.Request) -> web.Response:
     result = await asyncio.to_thread(build_record, values)
     if result.record is None:
         return _draft_refused(request, group, values, result.problems)
-    shown = await asyncio.to_thread(preview_draft, result.record, console.lookups(), [], console.api.get)
+    findings = await asyncio.to_thread(draft_findings, result.record, console.lookups(), console.api.get)
     try:
         line = await asyncio.to_thread(append_draft, console.drafts, result.record)
     except DraftWriteError as exc:
@@ -367,7 +373,7 @@ async def draft_save(request: web.Request) -> web.Response:
         request,
         "drafted.html",
         record=result.record,
-        findings=shown.findings,
+        findings=findings,
         drafts=str(console.drafts),
         line=line,
     )

@@ -88,20 +88,27 @@ def preview_draft(
     alone = PanicLookup(Catalog(entries=[entry], releases=context.releases, families=context.families))
     card = alone.card_for_record(record.id, 1.0)
     assert card is not None  # the record is the one catalog entry
-    findings = lint_draft(
-        entry,
-        context,
-        api() if api is not None else None,
-        served.families,
-        existing=served.record(record.id),
-    )
     return DraftPreview(
         record=record,
         card=card,
         previews=previews(card),
-        findings=findings,
+        findings=draft_findings(record, served, api),
         answered=answered_by(alone, record.id, groups),
         tried=len(groups),
+    )
+
+
+def draft_findings(
+    record: Record, served: PanicLookup, api: Callable[[], ApiTable] | None = None
+) -> list[Finding]:
+    """What `catalog lint` would report of the draft in the served catalog (its own findings only)."""
+    entry = CatalogEntry(record, DRAFT_DATASET_VERSION, "draft", 1)
+    return lint_draft(
+        entry,
+        served.catalog,
+        api() if api is not None else None,
+        served.families,
+        existing=served.record(record.id),
     )
 
 
