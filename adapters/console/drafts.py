@@ -175,7 +175,8 @@ class DamagedTail:
 
 def set_aside_damaged_tail(path: Path) -> DamagedTail | None:
     """A last line without its newline (a write cut short) is moved to `PATH.damaged` and cut off the drafts
-    file, so the next draft starts a line of its own. Returns where it went; None when the file is whole."""
+    file, so the next draft starts a line of its own. Returns where it went; None when the file is whole (or
+    cannot be read: that is logged, and the next save says why it cannot write)."""
     try:
         with path.open("rb+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
@@ -184,6 +185,9 @@ def set_aside_damaged_tail(path: Path) -> DamagedTail | None:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
     except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("drafts file %s: cannot be checked (%s)", path, exc.strerror or exc)
         return None
 
 
@@ -218,24 +222,27 @@ def append_draft(path: Path, record: Record) -> int:
     its size before, and `DraftWriteError` says why); a damaged last line is set aside first, never extended.
     """
     data = draft_line(record).encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            handle.seek(0)
-            _set_aside(path, handle)
-            handle.seek(0)
-            count = sum(1 for _ in handle)
-            size = handle.seek(0, os.SEEK_END)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                _write_all(handle.fileno(), data)
-                os.fsync(handle.fileno())
-            except OSError as exc:
-                _cut_back(handle.fileno(), size)
-                reason = "the disk is full" if exc.errno == errno.ENOSPC else os.strerror(exc.errno or 0)
-                raise DraftWriteError(f"{path}: the draft was not written ({reason})") from exc
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+                handle.seek(0)
+                _set_aside(path, handle)
+                handle.seek(0)
+                count = sum(1 for _ in handle)
+                size = handle.seek(0, os.SEEK_END)
+                try:
+                    _write_all(handle.fileno(), data)
+                    os.fsync(handle.fileno())
+                except OSError:
+                    _cut_back(handle.fileno(), size)
+                    raise
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    except OSError as exc:
+        reason = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+        raise DraftWriteError(f"{path}: the draft was not written ({reason})") from exc
     return count + 1
 
 

@@ -111,3 +111,11 @@ def test_the_console_sets_a_damaged_tail_aside_when_it_starts(tmp_path: Path) ->
     build_console_app(settings, lambda: None, None)  # type: ignore[arg-type,return-value]
     assert path.read_text(encoding="utf-8") == whole
     assert (tmp_path / "drafts.jsonl.damaged").exists()
+
+
+def test_a_drafts_file_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
+    folder = tmp_path / "drafts.jsonl"
+    folder.mkdir()  # a folder where the file should be: opening it fails
+    assert set_aside_damaged_tail(folder) is None  # logged, never raised at start-up
+    with pytest.raises(DraftWriteError, match="the draft was not written"):
+        append_draft(folder, record())
