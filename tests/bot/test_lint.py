@@ -131,7 +131,7 @@ def test_a_draft_is_linted_in_its_catalog_but_only_its_own_findings_are_reported
     from bot.lint import lint_draft
 
     advice = "Cast the tensor to a float dtype before the reduction, as the kernel only sums floats."
-    analysed = dict(documentation="Unsupported dtype in sum of burn-flex reduce.", exampleFix="let x = 1;")
+    analysed = {"documentation": "Unsupported dtype in sum of burn-flex reduce.", "exampleFix": "let x = 1;"}
     context = catalog_of(
         base(
             id="other",
