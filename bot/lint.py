@@ -427,3 +427,62 @@ def lint_catalog(
                     )
                 )
     return findings
+
+
+def lint_draft(
+    entry: CatalogEntry,
+    context: Catalog,
+    api: ApiTable | None = None,
+    families: FamilyTable | None = None,
+    existing: Record | None = None,
+) -> list[Finding]:
+    """What `lint_catalog` would say of `entry` were it added to `context`, without linting the rest of the
+    catalog: its own checks (patterns, analysis, links, and with `api` its example and claims at the
+    releases of `context`), its solutions or tips written word for word into records of other errors,
+    another record of the same message and file, two families, and `existing`, the record of the catalog
+    that already has its id (an analysed one it would replace)."""
+    record = entry.record
+    findings: list[Finding] = []
+    for check in (_pattern_findings, _analysis_findings, _link_findings, _version_findings):
+        findings.extend(check(entry))
+    if api is not None:
+        findings.extend(_code_findings(entry, ExampleChecker(api, context.releases)))
+    others = [e for e in context.entries if e.record.id != record.id]
+    if record.has_analysis:
+        analysed = [entry, *(e for e in others if e.record.has_analysis)]
+        findings.extend(f for f in _shared_text_findings(analysed) if f.record_id == record.id)
+    same_site = [
+        e
+        for e in others
+        if e.record.errorMessage == record.errorMessage
+        and (e.record.filePath or "") == (record.filePath or "")
+    ]
+    if same_site:
+        lines = ", ".join(str(e.record.lineNumber) for e in [entry, *same_site])
+        findings.append(
+            _finding(
+                entry,
+                WARNING,
+                "same-message-same-file",
+                f"{len(same_site) + 1} records share this message in {record.filePath or 'no file'} "
+                f"(lines {lines}): only the pasted line tells them apart",
+            )
+        )
+    if existing is not None and existing.has_analysis:
+        findings.append(
+            _finding(
+                entry,
+                WARNING,
+                "duplicate-id",
+                f"the catalog already has an analysed record {record.id} ({existing.errorMessage[:60]!r}): "
+                "this one would replace it",
+            )
+        )
+    if families is not None:
+        found = families.classify(record)
+        if len(found) > 1:
+            names = ", ".join(family.name for family, _ in found)
+            findings.append(
+                _finding(entry, ERROR, "family-overlap", f"in {len(found)} families ({names}): it gets none")
+            )
+    return findings

@@ -20,8 +20,31 @@ import jinja2
 from aiohttp import web
 
 from adapters.console import chart as charts
-from adapters.console.auth import COOKIE, Authenticator, Session, parse_users
-from adapters.console.drafts import FIELDS, append_draft, build_record, prefill, release_of
+from adapters.console.auth import (
+    COOKIE,
+    Authenticator,
+    Network,
+    Session,
+    client_address,
+    parse_users,
+    retry_after,
+)
+from adapters.console.draft_preview import (
+    GROUPS_TRIED,
+    ApiTables,
+    catalog_paths_of,
+    draft_findings,
+    preview_draft,
+)
+from adapters.console.drafts import (
+    FIELDS,
+    DraftWriteError,
+    append_draft,
+    build_record,
+    prefill,
+    release_of,
+    set_aside_damaged_tail,
+)
 from adapters.console.previews import previews
 from adapters.console.settings import ConsoleSettings
 from adapters.storage import SqlStore
@@ -68,6 +91,12 @@ class Console:
     store: SqlStore
     drafts: Path
     templates: jinja2.Environment
+    api: ApiTables
+    trusted_proxies: tuple[Network, ...] = ()
+
+    def client(self, request: web.Request) -> str:
+        """The client's address: the peer's, or through trusted proxies their `X-Forwarded-For`."""
+        return client_address(request.remote, request.headers.get("X-Forwarded-For"), self.trusted_proxies)
 
     def render(self, request: web.Request, name: str, status: int = 200, **values: Any) -> web.Response:
         session = request.get(SESSION_KEY)
@@ -115,6 +144,34 @@ async def security_headers(request: web.Request, handler: Handler) -> web.Stream
 
 
 @web.middleware
+async def error_page(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """An unexpected error is the console's own page (500): no traceback, a request id that is in the log
+    with the traceback, so a maintainer can quote it and an operator find it."""
+    try:
+        return await handler(request)
+    except (web.HTTPException, asyncio.CancelledError):
+        raise
+    except Exception:
+        request_id = secrets.token_hex(8)
+        log.exception(
+            "console error (request id %s) on %s %s",
+            request_id,
+            request.method,
+            request.path,
+            extra={"request_id": request_id},
+        )
+        try:
+            response = _console(request).render(request, "error.html", status=500, request_id=request_id)
+        except Exception:  # the page itself failed: still no traceback, still the id
+            log.exception("console error page failed (request id %s)", request_id)
+            response = web.Response(
+                status=500, text=f"panicbot console: unexpected error (request id {request_id})\n"
+            )
+        response.headers["X-Request-Id"] = request_id
+        return response
+
+
+@web.middleware
 async def require_session(request: web.Request, handler: Handler) -> web.StreamResponse:
     """No session: GET goes to the login page, anything else is refused. A POST needs its CSRF token."""
     relative = request.path[len(PREFIX) :] or "/"
@@ -159,11 +216,15 @@ async def login_page(request: web.Request, *, status: int = 200, error: bool = F
 
 async def login(request: web.Request) -> web.StreamResponse:
     console = _console(request)
-    client = request.remote or "?"
+    client = console.client(request)
     if not _same_origin(request):
         raise web.HTTPForbidden(text="cross-origin login refused")
-    if console.auth.blocked(client):
-        raise web.HTTPTooManyRequests(text="too many failed logins: wait a minute")
+    wait = console.auth.wait_seconds(client)
+    if wait > 0:
+        raise web.HTTPTooManyRequests(
+            text=f"too many failed logins from your address: try again in {retry_after(wait)} s",
+            headers={"Retry-After": retry_after(wait)},
+        )
     form = await request.post()
     given_csrf = _field(form, "csrf")
     nonce = request.cookies.get(LOGIN_COOKIE)
@@ -171,12 +232,18 @@ async def login(request: web.Request) -> web.StreamResponse:
     # neither (and the origin checks above hold for both).
     if (given_csrf or nonce) and not console.auth.login_csrf_ok(nonce or "", given_csrf):
         raise web.HTTPForbidden(text="missing or wrong CSRF token")
-    user = await asyncio.to_thread(console.auth.check, _field(form, "token"))
+    token = _field(form, "token")
+    # The shared token is one constant-time comparison, on the loop: a flood of wrong tokens queueing for
+    # the argon2 threads never holds the right one back.
+    user = console.auth.check_shared(token)
+    if user is None and console.auth.has_users:
+        user = await asyncio.to_thread(console.auth.check_users, token)
     if user is None:
         console.auth.failed(client)
-        log.info("console login refused")
+        log.info("console login refused", extra={"client": client})
         return await login_page(request, status=401, error=True)
-    log.info("console login", extra={"user": user})
+    console.auth.succeeded(client)
+    log.info("console login", extra={"user": user, "client": client})
     response = web.HTTPSeeOther(f"{PREFIX}/")
     response.set_cookie(
         COOKIE,
@@ -191,7 +258,12 @@ async def login(request: web.Request) -> web.StreamResponse:
     raise response
 
 
-async def logout(_: web.Request) -> web.StreamResponse:
+async def logout(request: web.Request) -> web.StreamResponse:
+    """Ends the session on the server too: its cookie, replayed, no longer works."""
+    session = request.get(SESSION_KEY)
+    if session is not None:
+        _console(request).auth.revoke(session)
+        log.info("console logout", extra={"user": session.user})
     response = web.HTTPSeeOther(f"{PREFIX}/login")
     response.del_cookie(COOKIE, path=PREFIX)
     raise response
@@ -223,32 +295,85 @@ async def draft_form(request: web.Request) -> web.Response:
     if group is None:
         raise web.HTTPNotFound(text="no such unmatched panic (pruned?)")
     values = prefill(group, console.lookups().releases)
-    return console.render(request, "draft.html", group=group, values=values, fields=FIELDS)
+    return console.render(
+        request,
+        "draft.html",
+        fingerprint=request.match_info["fingerprint"],
+        group=group,
+        values=values,
+        fields=FIELDS,
+    )
+
+
+async def _draft_request(request: web.Request) -> tuple[Any, dict[str, str]]:
+    console = _console(request)
+    group = await asyncio.to_thread(queries.unmatched_group, console.store, request.match_info["fingerprint"])
+    form = await request.post()
+    return group, {name: _field(form, name) for name in FIELDS}
+
+
+def _draft_refused(request: web.Request, group: Any, values: dict[str, str], problems: Any) -> web.Response:
+    return _console(request).render(
+        request,
+        "draft.html",
+        fingerprint=request.match_info["fingerprint"],
+        status=400,
+        group=group,
+        values=values,
+        fields=FIELDS,
+        problems=problems,
+    )
+
+
+async def draft_preview(request: web.Request) -> web.Response:
+    """The draft as it would be saved, shown before it is: its card three ways, its lint findings in the
+    served catalog, and the stored unmatched panics it would answer. Nothing is written."""
+    console = _console(request)
+    group, values = await _draft_request(request)
+    # Off the event loop: RE2 compiles the pattern, and the checks below read every stored group.
+    result = await asyncio.to_thread(build_record, values)
+    if result.record is None:
+        return _draft_refused(request, group, values, result.problems)
+    groups = await asyncio.to_thread(queries.unmatched_groups, console.store, GROUPS_TRIED)
+    shown = await asyncio.to_thread(preview_draft, result.record, console.lookups(), groups, console.api.get)
+    return console.render(
+        request,
+        "draft.html",
+        fingerprint=request.match_info["fingerprint"],
+        group=group,
+        values=values,
+        fields=FIELDS,
+        preview=shown,
+    )
 
 
 async def draft_save(request: web.Request) -> web.Response:
     console = _console(request)
-    group = await asyncio.to_thread(queries.unmatched_group, console.store, request.match_info["fingerprint"])
-    form = await request.post()
-    values = {name: _field(form, name) for name in FIELDS}
-    result = build_record(values)
+    group, values = await _draft_request(request)
+    result = await asyncio.to_thread(build_record, values)
     if result.record is None:
+        return _draft_refused(request, group, values, result.problems)
+    findings = await asyncio.to_thread(draft_findings, result.record, console.lookups(), console.api.get)
+    try:
+        line = await asyncio.to_thread(append_draft, console.drafts, result.record)
+    except DraftWriteError as exc:
+        log.error("console draft not written", extra={"record": result.record.id, "reason": str(exc)})
         return console.render(
             request,
             "draft.html",
-            status=400,
+            fingerprint=request.match_info["fingerprint"],
+            status=503,
             group=group,
             values=values,
             fields=FIELDS,
-            problems=result.problems,
+            problems=[f"{exc}: nothing of it was kept; your text is still in the form"],
         )
-    line = await asyncio.to_thread(append_draft, console.drafts, result.record)
     log.info("console draft written", extra={"record": result.record.id})
     return console.render(
         request,
         "drafted.html",
         record=result.record,
-        findings=result.findings,
+        findings=findings,
         drafts=str(console.drafts),
         line=line,
     )
@@ -359,13 +484,17 @@ def build_console_app(
     settings: ConsoleSettings, lookups: Callable[[], PanicLookup], store: SqlStore
 ) -> web.Application:
     """The sub-application (mount it at `/console`); raises `SettingsError` on a malformed user list."""
-    app = web.Application(middlewares=[security_headers, require_session])
+    app = web.Application(middlewares=[security_headers, error_page, require_session])
+    drafts = Path(settings.panicbot_console_drafts)
+    set_aside_damaged_tail(drafts)  # logged with its line number; the next draft starts a line of its own
     app[CONSOLE_KEY] = Console(
         auth=authenticator(settings),
         lookups=lookups,
         store=store,
-        drafts=Path(settings.panicbot_console_drafts),
+        drafts=drafts,
         templates=_templates(),
+        api=ApiTables(catalog_paths_of(settings)),
+        trusted_proxies=settings.trusted_proxies,
     )
     app.router.add_get("/login", login_page)
     app.router.add_post("/login", login)
@@ -374,6 +503,7 @@ def build_console_app(
     app.router.add_get("/chart.svg", unmatched_chart)
     app.router.add_get("/draft/{fingerprint:[0-9a-f]{64}}", draft_form)
     app.router.add_post("/draft/{fingerprint:[0-9a-f]{64}}", draft_save)
+    app.router.add_post("/draft/{fingerprint:[0-9a-f]{64}}/preview", draft_preview)
     app.router.add_get("/records", records)
     app.router.add_post("/records", records)
     app.router.add_get("/records/{record_id}", record_page)

@@ -1,5 +1,6 @@
-"""Who may use the console: a shared token or per-user argon2 hashes, HMAC-signed session cookies and the
-CSRF token each session's forms carry."""
+"""Who may use the console: a shared token or per-user argon2 hashes, HMAC-signed session cookies (revoked
+on logout, all ended by a new key) and the CSRF token each session's forms carry; failed logins slowed per
+client address, the address read through trusted proxies only."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import base64
 import hashlib
 import hmac
 import json
+import math
 import re
 import secrets
 import time
-from collections import deque
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -21,9 +25,15 @@ from adapters.settings import SettingsError
 COOKIE = "panicbot_console"
 _USER_SEPARATORS = re.compile(r"[\s;]+")
 _HASHER = PasswordHasher()
-# Failed logins per client address per window: past it, a 429 (a guessing script gets nowhere).
-LOGIN_FAILURES_ALLOWED = 10
-LOGIN_WINDOW_SECONDS = 60.0
+# Failed logins per client address: the first few are free, then each one doubles the wait before that
+# address may try again (1 s, 2 s, 4 s ... at most a minute); a login forgets them. Only that address waits:
+# no failure anywhere ever stops a right token from another one.
+FREE_FAILURES = 3
+MAX_WAIT_SECONDS = 60.0
+FORGET_AFTER_SECONDS = 15 * 60.0
+ADDRESSES_KEPT = 10_000
+
+Network = IPv4Network | IPv6Network
 
 
 def hash_token(token: str) -> str:
@@ -62,15 +72,27 @@ class Authenticator:
         self._users = users
         self._key = key
         self.session_seconds = session_seconds
-        self._failures: dict[str, deque[float]] = {}
+        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._revoked: dict[str, float] = {}  # session nonce -> when it would have expired
 
     def check(self, presented: str) -> str | None:
         """The user the token belongs to (`console` for the shared token), or None."""
+        return self.check_shared(presented) or self.check_users(presented)
+
+    def check_shared(self, presented: str) -> str | None:
+        """`console` for the shared token: one constant-time comparison, cheap enough for the event loop."""
+        if not presented or self._token is None:
+            return None
+        return "console" if hmac.compare_digest(presented.encode(), self._token) else None
+
+    @property
+    def has_users(self) -> bool:
+        return bool(self._users)
+
+    def check_users(self, presented: str) -> str | None:
+        """The user whose argon2 hash the token verifies against (slow by design: off the event loop)."""
         if not presented:
             return None
-        given = presented.encode()
-        if self._token is not None and hmac.compare_digest(given, self._token):
-            return "console"
         for name, hashed in self._users.items():
             try:
                 if _HASHER.verify(hashed, presented):
@@ -105,7 +127,18 @@ class Authenticator:
             session = Session(str(data["u"]), str(data["n"]), float(data["e"]))
         except (ValueError, KeyError, TypeError):
             return None
+        if session.nonce in self._revoked:
+            return None
         return session if session.expires > (now or time.time()) else None
+
+    def revoke(self, session: Session, now: float | None = None) -> None:
+        """End the session now (logout): its cookie is refused from here on, though its signature holds. Kept
+        until it would have expired anyway. In this process: with several replicas, rotate the key to end
+        every session everywhere."""
+        moment = now or time.time()
+        for nonce in [n for n, expires in self._revoked.items() if expires <= moment]:
+            del self._revoked[nonce]
+        self._revoked[session.nonce] = session.expires
 
     def csrf_token(self, session: Session) -> str:
         return self._sign(f"csrf\n{session.nonce}".encode())
@@ -122,16 +155,74 @@ class Authenticator:
 
     # -- guessing -------------------------------------------------------------------------------------
 
-    def blocked(self, client: str, now: float | None = None) -> bool:
+    def wait_seconds(self, client: str, now: float | None = None) -> float:
+        """How long `client` must wait before its next login attempt (0: it may try now)."""
         moment = now or time.monotonic()
-        failures = self._failures.get(client)
-        if not failures:
-            return False
-        while failures and failures[0] < moment - LOGIN_WINDOW_SECONDS:
-            failures.popleft()
-        return len(failures) >= LOGIN_FAILURES_ALLOWED
+        count, last = self._failures.get(client, (0, 0.0))
+        if count <= FREE_FAILURES - 1 or moment - last > FORGET_AFTER_SECONDS:
+            return 0.0
+        wait = min(2.0 ** (count - FREE_FAILURES), MAX_WAIT_SECONDS)
+        return max(0.0, last + wait - moment)
+
+    def blocked(self, client: str, now: float | None = None) -> bool:
+        return self.wait_seconds(client, now) > 0
 
     def failed(self, client: str, now: float | None = None) -> None:
-        if len(self._failures) > 10_000:  # a flood of addresses must not grow memory without bound
-            self._failures.clear()
-        self._failures.setdefault(client, deque()).append(now or time.monotonic())
+        moment = now or time.monotonic()
+        count, last = self._failures.pop(client, (0, moment))
+        if moment - last > FORGET_AFTER_SECONDS:
+            count = 0
+        self._failures[client] = (count + 1, moment)
+        # A flood of addresses must not grow memory without bound: the longest quiet address goes first
+        # (never all at once, which would forgive the address that is guessing right now).
+        while len(self._failures) > ADDRESSES_KEPT:
+            self._failures.popitem(last=False)
+
+    def succeeded(self, client: str) -> None:
+        self._failures.pop(client, None)
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """`10.0.0.1, 10.1.0.0/16, fd00::/8` -> networks; a bad entry is a ValueError naming it."""
+    networks = []
+    for part in text.replace(";", ",").split(","):
+        entry = part.strip()
+        if not entry:
+            continue
+        try:
+            networks.append(ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(f"{entry!r} is not an IP address or CIDR network") from None
+    return tuple(networks)
+
+
+def client_address(peer: str | None, forwarded_for: str | None, trusted: Sequence[Network]) -> str:
+    """The address a request comes from. `X-Forwarded-For` is read only when the peer is a trusted proxy,
+    from the right: each hop a trusted proxy appended is believed, and the first untrusted one is the client
+    (what a client wrote there itself is further left, and never reached)."""
+    if not peer:
+        return "?"
+    address = peer
+    if not forwarded_for or not _trusted(address, trusted):
+        return address
+    for hop in reversed(forwarded_for.split(",")):
+        try:
+            parsed = ip_address(hop.strip())
+        except ValueError:
+            return address  # garbage from a proxy: the last address known for sure
+        address = str(parsed)
+        if not _trusted(address, trusted):
+            return address
+    return address
+
+
+def _trusted(address: str, trusted: Sequence[Network]) -> bool:
+    try:
+        parsed = ip_address(address)
+    except ValueError:
+        return False
+    return any(parsed in network for network in trusted)
+
+
+def retry_after(seconds: float) -> str:
+    return str(max(1, math.ceil(seconds)))

@@ -215,3 +215,35 @@ def test_documentation_must_name_what_the_firing_condition_tests() -> None:
     assert "doc-subject" in linted("The reduction fails for this dtype.")
     assert "doc-subject" not in linted("The plan's next batch has no tunable indices left.")
     assert "doc-subject" not in linted("No candidate indices are left in the plan.")
+
+
+def test_a_draft_is_linted_in_its_catalog_but_only_its_own_findings_are_reported() -> None:
+    from bot.lint import lint_draft
+
+    advice = "Cast the tensor to a float dtype before the reduction, as the kernel only sums floats."
+    analysed = {"documentation": "Unsupported dtype in sum of burn-flex reduce.", "exampleFix": "let x = 1;"}
+    context = catalog_of(
+        base(
+            id="other",
+            errorMessage="Unsupported dtype {:?} for mean",
+            messagePattern="",
+            **analysed,
+            solutions=[advice],
+        ),
+        base(id="same-site", lineNumber=90),
+        base(id="broken", messagePattern="Unsupported (dtype"),  # not the draft's: never reported
+        base(id="taken", errorMessage="Taken {}", messagePattern="Taken (.+?)", **analysed, solutions=["x"]),
+    )
+    draft = catalog_of(base(id="d1", **analysed, solutions=[advice])).entries[0]
+    found = {(f.record_id, f.check) for f in lint_draft(draft, context)}
+    assert found == {
+        ("d1", "shared-text"),
+        ("d1", "same-message-same-file"),
+        # one solution, naming nothing a user can look up
+        ("d1", "few-solutions"),
+        ("d1", "solution-vague"),
+    }
+    taken = catalog_of(base(id="taken", errorMessage="Nope {}", messagePattern="Other (.+?)")).entries[0]
+    existing = context.entries[3].record
+    found = {(f.record_id, f.check) for f in lint_draft(taken, context, existing=existing)}
+    assert found == {("taken", "pattern-mismatch"), ("taken", "duplicate-id")}

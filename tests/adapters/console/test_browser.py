@@ -185,6 +185,16 @@ def test_log_in_search_open_a_record_and_draft_one(console: Running, page: Any, 
     page.fill("#f-solutions", "Call sync() on the device more often\nRaise the queue size")
     page.fill("#f-lineNumber", "88")
     page.screenshot(path=str(screenshots / "6-draft.png"), full_page=True)
+    # Preview first: the card three ways, the lint, the stored panics it would answer; nothing written.
+    written_before = console.drafts.read_text(encoding="utf-8") if console.drafts.exists() else ""
+    page.click("#draft-preview")
+    assert "Fits Slack's limits" in page.locator("#preview-slack .limits").inner_text()
+    assert "Fits Discord's limits" in page.locator("#preview-discord .limits").inner_text()
+    assert "Call sync() on the device more often" in page.locator("#preview-slack .surface").inner_text()
+    assert "Operation queue overflowed: 4096" in page.locator("#answered").inner_text()
+    assert page.input_value("#f-lineNumber") == "88"  # the form comes back as it was filled
+    assert (console.drafts.read_text(encoding="utf-8") if console.drafts.exists() else "") == written_before
+    page.screenshot(path=str(screenshots / "6b-draft-preview.png"), full_page=True)
     page.click("#draft-submit")
     drafted_id = page.locator("#drafted-id").inner_text()
     page.screenshot(path=str(screenshots / "7-drafted.png"), full_page=True)

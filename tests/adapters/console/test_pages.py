@@ -5,7 +5,11 @@ checked before they are written, the chart without script."""
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
+import html
+import logging
+import os
 import re
 import shutil
 import tempfile
@@ -175,7 +179,7 @@ def test_a_bad_draft_is_refused_and_nothing_is_written(console: Running) -> None
     form = {"csrf": csrf, "errorMessage": "boom {}", "messagePattern": "boom (", "lineNumber": "x"}
     reply = call(f"{console.base}/console/draft/{fingerprint}", form, cookie)
     assert reply.status == 400
-    assert "messagePattern: not a regular expression" in reply.body and "lineNumber" in reply.body
+    assert "messagePattern: RE2 cannot compile it" in reply.body and "lineNumber" in reply.body
     assert (console.drafts.read_text(encoding="utf-8") if console.drafts.exists() else "") == before
     assert call(f"{console.base}/console/draft/{'0' * 64}", cookie=cookie).status == 404
     assert call(f"{console.base}/console/records/no-such-record", cookie=cookie).status == 404
@@ -197,3 +201,137 @@ def test_a_record_page_names_the_record_s_family(console: Running) -> None:
     assert reply.status == 200
     assert "shown with the advice of its family <b>follow-on</b>" in reply.body
     assert "General advice for panics of this kind" in reply.body  # in the previews of the card
+
+
+def _fingerprint_of(console: Running, cookie: str, message: str) -> str:
+    page = call(f"{console.base}/console/", cookie=cookie)
+    for fingerprint in dict.fromkeys(re.findall(r"/console/draft/([0-9a-f]{64})", page.body)):
+        form = call(f"{console.base}/console/draft/{fingerprint}", cookie=cookie)
+        if message in form.body:
+            return fingerprint
+    raise AssertionError(f"no unmatched group for {message!r}")
+
+
+def _form_values(body: str) -> dict[str, str]:
+    """The draft form's pre-filled values, as the browser would post them back."""
+    values = {}
+    for name, value in re.findall(r'<input type="text" name="(\w+)" id="f-\w+" value="([^"]*)">', body):
+        values[name] = html.unescape(value)
+    for name, value in re.findall(
+        r'<textarea name="(\w+)" id="f-\w+" rows="\d+">(.*?)</textarea>', body, re.S
+    ):
+        values[name] = html.unescape(value)
+    return values
+
+
+QUEUE = "Operation queue overflowed"
+
+
+def test_a_draft_is_previewed_before_it_is_written(console: Running) -> None:
+    cookie, csrf = login(console)
+    fingerprint = _fingerprint_of(console, cookie, QUEUE)
+    form_page = call(f"{console.base}/console/draft/{fingerprint}", cookie=cookie)
+    assert f'formaction="/console/draft/{fingerprint}/preview"' in form_page.body
+    values = _form_values(form_page.body)
+    assert values["errorMessage"] == "Operation queue overflowed: {} pending operations on stream {}"
+    values.update(
+        csrf=csrf,
+        documentation="burn-fusion queues operations per stream and panics when the queue outgrows its cap.",
+        solutions="Synchronize the stream more often.",
+        exampleFix="fn main() { let x = ; }",
+    )
+    before = console.drafts.read_text(encoding="utf-8") if console.drafts.exists() else ""
+    reply = call(f"{console.base}/console/draft/{fingerprint}/preview", values, cookie)
+    assert reply.status == 200, reply.body[:2000]
+    assert "Preview: the record as it would be written" in reply.body
+    for name in ("slack", "discord", "github"):
+        assert f'id="preview-{name}"' in reply.body
+    limits = re.findall(r"<p class=\"limits (\w+)\">([^<]*)</p>", reply.body)
+    assert limits[:2] == [("ok", "Fits Slack's limits"), ("ok", "Fits Discord's limits")], limits
+    assert "Synchronize the stream more often." in reply.body  # the card shows the draft's own text
+    # Its own lint findings, in the served catalog's context, and no finding of another record.
+    lint = re.search(r'<ul class="findings" id="lint">(.*?)</ul>', reply.body, re.S)
+    assert lint is not None and "example-syntax" in lint.group(1)
+    assert "no-example-fix" not in lint.group(1)
+    # The stored unmatched panics it would answer: this one, not the others.
+    answered = re.search(r'<table class="rows" id="answered">(.*?)</table>', reply.body, re.S)
+    assert answered is not None
+    assert "Operation queue overflowed: 4096 pending operations on stream 3" in answered.group(1)
+    assert "im2col" not in answered.group(1) and "Checkpoint epoch" not in answered.group(1)
+    assert "(1 of 6 stored)" in reply.body
+    after = console.drafts.read_text(encoding="utf-8") if console.drafts.exists() else ""
+    assert after == before  # a preview writes nothing
+
+
+def test_a_pattern_that_matches_more_answers_more_and_a_bad_one_is_a_clear_400(console: Running) -> None:
+    cookie, csrf = login(console)
+    fingerprint = _fingerprint_of(console, cookie, QUEUE)
+    values = _form_values(call(f"{console.base}/console/draft/{fingerprint}", cookie=cookie).body)
+    wide = dict(values, csrf=csrf, messagePattern="(.+?) (?:overflowed|exceeds the device limit)(.*)")
+    reply = call(f"{console.base}/console/draft/{fingerprint}/preview", wide, cookie)
+    assert reply.status == 200
+    answered = re.search(r'<table class="rows" id="answered">(.*?)</table>', reply.body, re.S)
+    assert answered is not None
+    assert QUEUE in answered.group(1)
+    lint = re.search(r'id="lint">(.*?)</(?:ul|p)>', reply.body, re.S)
+    assert lint is not None and "pattern-regex" in lint.group(1)
+    for pattern, reason in (
+        (r"(\w+) overflowed \1", "RE2 cannot compile it"),  # a backreference
+        ("(?=Operation) queue", "RE2 cannot compile it"),  # a lookahead
+        ("((a{1000}){1000}){1000}", "RE2 cannot compile it"),  # a program far too large
+    ):
+        bad = dict(values, csrf=csrf, messagePattern=pattern)
+        refused = call(f"{console.base}/console/draft/{fingerprint}/preview", bad, cookie)
+        assert refused.status == 400 and reason in refused.body, pattern
+        assert "Preview: the record" not in refused.body
+    empty = dict(values, csrf=csrf, errorMessage="")
+    refused = call(f"{console.base}/console/draft/{fingerprint}/preview", empty, cookie)
+    assert refused.status == 400 and "errorMessage: required" in refused.body
+    huge = dict(values, csrf=csrf, documentation="x" * 30_000)
+    refused = call(f"{console.base}/console/draft/{fingerprint}/preview", huge, cookie)
+    assert refused.status == 400 and "documentation: at most 20,000 characters" in refused.body
+
+
+def test_a_full_disk_keeps_the_form_and_writes_nothing(
+    console: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adapters.console import drafts
+
+    cookie, csrf = login(console)
+    fingerprint = _fingerprint_of(console, cookie, QUEUE)
+    values = _form_values(call(f"{console.base}/console/draft/{fingerprint}", cookie=cookie).body)
+    before = console.drafts.read_bytes() if console.drafts.exists() else b""
+
+    def full(descriptor: int, data: memoryview) -> int:
+        os.write(descriptor, data[:10])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(drafts, "_write_chunk", full)
+    reply = call(f"{console.base}/console/draft/{fingerprint}", dict(values, csrf=csrf), cookie)
+    assert reply.status == 503
+    assert "the draft was not written (the disk is full)" in reply.body
+    assert "Operation queue overflowed: {} pending operations on stream {}" in reply.body  # the form, kept
+    assert (console.drafts.read_bytes() if console.drafts.exists() else b"") == before
+
+
+def test_an_unexpected_error_is_the_console_s_own_page_with_a_logged_request_id(
+    console: Running, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from adapters.storage import console_queries
+
+    cookie, _ = login(console)
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("database said something secret-ish")
+
+    monkeypatch.setattr(console_queries, "unmatched_groups", broken)
+    with caplog.at_level(logging.ERROR, logger="panicbot.console"):
+        reply = call(f"{console.base}/console/", cookie=cookie)
+    assert reply.status == 500
+    assert "Something went wrong" in reply.body and "Server got itself in trouble" not in reply.body
+    assert "Traceback" not in reply.body and "secret-ish" not in reply.body
+    request_id = re.search(r'<code id="request-id">([0-9a-f]{16})</code>', reply.body)
+    assert request_id is not None and reply.headers["X-Request-Id"] == request_id.group(1)
+    logged = [r for r in caplog.records if request_id.group(1) in r.getMessage()]
+    assert logged and logged[0].exc_info is not None  # the traceback is in the log, under the id
+    assert reply.headers["Content-Security-Policy"].startswith("default-src 'none'")
