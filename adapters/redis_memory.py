@@ -263,6 +263,11 @@ class RedisEventDeduper(_RedisWithFallback):
         local = self.fallback.first_time(event_id)
         return local if first is None else first and local
 
+    def forget(self, event_id: str) -> None:
+        key = self._key("event", event_id)
+        self._redis(lambda: self.client.delete(key))
+        self.fallback.forget(event_id)
+
 
 class RedisCooldown(_RedisWithFallback):
     """`CooldownGate` across replicas: `SET <prefix>:cooldown:<channel>:<record> 1 NX PX ms`; `release`

@@ -143,8 +143,9 @@ class Harness:
     async def settle(self) -> None:
         """Every delivery acknowledged so far has been answered."""
         state = self.service.states["github"]
+        worker = state.outbox
         for _ in range(500):
-            if not state.pending:
+            if not state.pending and not worker.busy and not await worker.outbox.pending():
                 return
             await asyncio.sleep(0.01)
         raise AssertionError("replies still running")
