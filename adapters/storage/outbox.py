@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, delete, insert, or_, select, text, update
+from sqlalchemy import Connection, Engine, Table, delete, event, insert, or_, select, text, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 
@@ -43,6 +43,8 @@ class SqlOutbox:
             self.engine: Engine = make_engine(self.url, pool_pre_ping=True)
         except (ArgumentError, ImportError, ValueError) as exc:
             raise StorageError(f"not a usable database URL ({type(exc).__name__})") from None
+        if self.url.get_backend_name() == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_wal)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -169,6 +171,17 @@ class SqlOutbox:
                     select(_OUTBOX.c.key).where(_OUTBOX.c.platform == self.platform).order_by(_OUTBOX.c.id)
                 ).scalars()
             )
+
+
+def _sqlite_wal(connection: Any, _: object) -> None:
+    """Write-ahead log, synced at checkpoints: a commit costs no fsync (30 ms on a slow disk, two per
+    reply) and still survives the process being killed; only a power cut can take the last commits."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
 
 
 def _payload(raw: str) -> dict[str, Any]:
