@@ -65,11 +65,20 @@ _ids = itertools.count(1)
 
 
 def issue_payload(
-    action: str, body: str, *, number: int = 7, repo: str = REPO, sender: dict[str, Any] | None = None
+    action: str,
+    body: str,
+    *,
+    number: int = 7,
+    repo: str = REPO,
+    sender: dict[str, Any] | None = None,
+    updated_at: str | None = None,
 ) -> dict[str, Any]:
+    issue = {"number": number, "title": "It crashes", "body": body, "user": USER, "state": "open"}
+    if updated_at is not None:
+        issue["updated_at"] = updated_at
     payload: dict[str, Any] = {
         "action": action,
-        "issue": {"number": number, "title": "It crashes", "body": body, "user": USER, "state": "open"},
+        "issue": issue,
         "repository": {
             "full_name": repo,
             "name": repo.partition("/")[2],
@@ -93,14 +102,18 @@ def comment_payload(
     repo: str = REPO,
     author: dict[str, Any] | None = None,
     pull_request: bool = False,
+    updated_at: str | None = None,
 ) -> dict[str, Any]:
     issue: dict[str, Any] = {"number": number, "title": "It crashes", "body": issue_body, "user": USER}
     if pull_request:
         issue["pull_request"] = {"url": f"https://api.github.com/repos/{repo}/pulls/{number}"}
+    comment: dict[str, Any] = {"id": comment_id or 500_000 + next(_ids), "body": body, "user": author or USER}
+    if updated_at is not None:
+        comment["updated_at"] = updated_at
     return {
         "action": action,
         "issue": issue,
-        "comment": {"id": comment_id or 500_000 + next(_ids), "body": body, "user": author or USER},
+        "comment": comment,
         "repository": {"full_name": repo},
         "sender": author or USER,
         "installation": {"id": INSTALLATION},
@@ -331,6 +344,48 @@ def test_a_redelivery_is_acknowledged_and_not_answered_again(github_env: pytest.
             assert (status, answer) == (200, {"ok": True, "duplicate": True})
             await bot.settle()
             assert len(bot.comments()) == 1
+
+    run(scenario())
+
+
+def test_a_replayed_or_late_delivery_older_than_what_was_handled_changes_nothing(
+    github_env: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        async with serving(github_env) as bot:
+            opened = issue_payload("opened", AVG_POOL_PASTE, updated_at="2026-12-01T10:00:00Z")
+            await bot.deliver("issues", opened)
+            [card] = await bot.fake.wait_for(bot.comments, what="the card")
+            await bot.settle()
+            edited = issue_payload("edited", DEFORM_PASTE, updated_at="2026-12-01T10:05:00Z")
+            await bot.deliver("issues", edited)
+            await bot.fake.wait_for(lambda: bot.fake.made("PATCH"), what="the edit")
+            await bot.settle()
+
+            # The `opened` body again (a redelivery, a captured body under a new delivery id), and an older
+            # edit arriving late: neither posts, edits nor deletes anything.
+            await bot.deliver("issues", opened)
+            late = issue_payload("edited", "nothing here any more", updated_at="2026-12-01T10:01:00Z")
+            await bot.deliver("issues", late)
+            await bot.deliver("issues", edited)  # the newest, replayed: nothing either
+            await bot.settle()
+            [shown] = bot.comments()
+            assert shown["id"] == card["id"] and read_marker(shown["body"]).record_id == DEFORM_ID  # type: ignore[union-attr]
+            assert len(bot.fake.made("PATCH")) == 1 and not bot.fake.made("DELETE")
+
+            # A mention replayed under a new delivery id is answered once.
+            ask = comment_payload(
+                "created", f"@panicbot\n{AVG_POOL_PASTE}", number=8, updated_at="2026-12-01T11:00:00Z"
+            )
+            await bot.deliver("issue_comment", ask)
+            await bot.deliver("issue_comment", ask)
+            await bot.settle()
+            assert len(bot.comments()) == 2
+
+            # A newer edit still goes through.
+            newer = issue_payload("edited", AVG_POOL_PASTE, updated_at="2026-12-01T10:06:00Z")
+            await bot.deliver("issues", newer)
+            await bot.fake.wait_for(lambda: len(bot.fake.made("PATCH")) == 2, what="the newer edit")
 
     run(scenario())
 
