@@ -259,6 +259,17 @@ class Service:
         return self._shared_state(prefix, cooldown_seconds, more)
 
     def outbox(self, platform: str) -> Outbox:
+        if self.settings.redis_url is not None:
+            from adapters.redis_memory import async_redis_from_url  # noqa: PLC0415
+            from adapters.redis_outbox import RedisOutbox  # noqa: PLC0415
+
+            try:
+                client = async_redis_from_url(self.settings.redis_url.get_secret_value(), timeout=2.0)
+            except ValueError as exc:
+                raise ServiceError(str(exc)) from None
+            shared = RedisOutbox(client, f"panicbot:{platform}")
+            self._closers.append(shared.close)
+            return shared
         from adapters.storage.outbox import SqlOutbox  # noqa: PLC0415
 
         try:
