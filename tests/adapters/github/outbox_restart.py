@@ -1,7 +1,9 @@
 """The rolling-deploy scenario of the GitHub outbox, shared by its test and `bench/github_outbox_restart.py`:
 `mentions` `@panicbot` comments acknowledged by `panicbot serve github` (against the local fake GitHub),
 a real SIGTERM once `stop_after` of them are answered, the service started again on the same database, and
-every mention's answers counted by the hidden marker (`source=c<comment id>`).
+every mention's answers counted by the hidden marker (`source=c<comment id>`). The outbox is the database's
+(a new SQLite file), or Redis's with `redis_url` (its `panicbot:github` keys: run it on a Redis nobody else
+uses for panicbot).
 
 Time is scaled down: comments go out every `spacing` seconds instead of GitHub's one a second, and the stop
 gives the reply in hand `grace` seconds (the service's default is 10)."""
@@ -69,7 +71,13 @@ async def _start(settings: Any) -> tuple[Service, asyncio.Task[None], str]:
 
 
 async def restart_scenario(
-    env: pytest.MonkeyPatch, *, mentions: int, stop_after: int, spacing: float, grace: float
+    env: pytest.MonkeyPatch,
+    *,
+    mentions: int,
+    stop_after: int,
+    spacing: float,
+    grace: float,
+    redis_url: str | None = None,
 ) -> RestartFigures:
     isolate(env, *GITHUB_VARIABLES, "PANICBOT_CATALOG", "SLACK_BOT_TOKEN", "DISCORD_TOKEN")
     env.setattr(github_api, "MUTATION_SPACING_SECONDS", spacing)
@@ -81,6 +89,7 @@ async def restart_scenario(
         database_url=database,
         panicbot_user_rate_limit=0,  # the per-user limit would drop most of one user's 300 mentions
         panicbot_shutdown_grace_seconds=grace,
+        redis_url=redis_url,
     )
     try:
         async with FakeGitHub(public_key=KEY.public_key()) as fake:
