@@ -202,14 +202,17 @@ class GitHubView:
     def __init__(self, slug: str, source: str) -> None:
         self.slug, self.source = slug, source
 
+    # Every answer carries the hidden marker naming the mention it answers, so an answer posted just before
+    # a crash is found again instead of posted twice (`answered_before`).
     def note(self, text: str) -> str:
-        return render.note_comment(text)
+        return render.marked(render.note_comment(text), render.Marker(render.NO_RECORD, self.source))
 
     def usage(self) -> str:
-        return render.usage_comment(self.slug)
+        return render.marked(render.usage_comment(self.slug), render.Marker(render.NO_RECORD, self.source))
 
     def no_match(self, result: LookupResult, query: str) -> str:
-        return render.no_match_comment(result, query)
+        marker = render.Marker(render.NO_RECORD, self.source)
+        return render.marked(render.no_match_comment(result, query), marker)
 
     def card(self, card: Card, result: LookupResult) -> str:
         return render.card_comment(card, render.Marker(card.record_id, self.source))
@@ -268,10 +271,14 @@ class GitHubHandlers:
 
     async def handle_entry(self, entry: OutboxEntry) -> None:
         """One delivery from the outbox (its `job`)."""
-        await self.handle(_text(entry.payload.get("event")), entry.payload, delivery=entry.key)
+        event = _text(entry.payload.get("event"))
+        await self.handle(event, entry.payload, delivery=entry.key, resumed=entry.attempts > 0)
 
-    async def handle(self, event: str, payload: dict[str, Any], *, delivery: str = "") -> None:
-        """One delivery, after it was acknowledged."""
+    async def handle(
+        self, event: str, payload: dict[str, Any], *, delivery: str = "", resumed: bool = False
+    ) -> None:
+        """One delivery, after it was acknowledged. `resumed`: it was in hand before (a stop cut it short, or
+        its replica died): what it may have posted already is looked for first, never posted twice."""
         repo = _text(_dict(payload.get("repository")).get("full_name"))
         issue_info = _dict(payload.get("issue"))
         number = _id(issue_info.get("number"))
@@ -288,11 +295,10 @@ class GitHubHandlers:
         by_bot = sender.get("type") == "Bot" or _text(sender.get("login")) in self.own_logins
         author = _text(sender.get("login"))
         if event == "issues":
-            await self.on_issue(action, issue, issue_info, author, by_bot=by_bot)
+            await self.on_issue(action, issue, issue_info, author, by_bot=by_bot, resumed=resumed)
         else:
-            await self.on_comment(
-                action, issue, _dict(payload.get("comment")), issue_info, author, by_bot=by_bot
-            )
+            comment = _dict(payload.get("comment"))
+            await self.on_comment(action, issue, comment, issue_info, author, by_bot=by_bot, resumed=resumed)
         await self.read_votes_of(issue)
 
     def stale(self, event: str, action: str, issue: Issue, payload: dict[str, Any]) -> bool:
@@ -324,7 +330,14 @@ class GitHubHandlers:
         return not issue.pull_request or self.settings.github_auto_reply_pull_requests
 
     async def on_issue(
-        self, action: str, issue: Issue, info: dict[str, Any], author: str, *, by_bot: bool
+        self,
+        action: str,
+        issue: Issue,
+        info: dict[str, Any],
+        author: str,
+        *,
+        by_bot: bool,
+        resumed: bool = False,
     ) -> None:
         key = issue.key
         if action == "deleted":  # its comments went with it
@@ -338,6 +351,8 @@ class GitHubHandlers:
         paste = chat.Paste(key, issue.key, text, author)
         replier = GitHubReplier(self, issue, "issue", text)
         if action == "opened":
+            if resumed and await self.answered_before(paste.key, "issue", issue, remember=True):
+                return
             await self.flows.unasked_reply(paste, replier)
         else:
             await self.follow(paste, "issue", issue, replier)
@@ -351,6 +366,7 @@ class GitHubHandlers:
         author: str,
         *,
         by_bot: bool,
+        resumed: bool = False,
     ) -> None:
         comment_id = _id(comment.get("id"))
         if comment_id is None:
@@ -365,6 +381,8 @@ class GitHubHandlers:
         if by_bot or _dict(comment.get("user")).get("type") == "Bot" or render.MARKER_PREFIX in body:
             return  # our own comments (and other bots') come back as events too
         if action == "created" and self.mention.search(body):
+            if resumed and await self.answered_before(key, source, issue, remember=False):
+                return
             await self.answer_mention(issue, comment_id, body, _text(issue_info.get("body")), author)
             return
         if action not in ("created", "edited") or not self.auto_reply(issue):
@@ -372,6 +390,8 @@ class GitHubHandlers:
         paste = chat.Paste(key, issue.key, body, author)
         replier = GitHubReplier(self, issue, source, body)
         if action == "created":
+            if resumed and await self.answered_before(key, source, issue, remember=True):
+                return
             await self.flows.unasked_reply(paste, replier)
         else:
             await self.follow(paste, source, issue, replier)
@@ -389,22 +409,48 @@ class GitHubHandlers:
 
     async def recover(self, key: str, source: str, issue: Issue) -> None:
         """Our comment answering `source`, found again by its marker (after a restart without Redis)."""
+        found = await self.find_own(source, issue)
+        if found is not None:
+            self._recovered(key, issue, *found)
+
+    def _recovered(self, key: str, issue: Issue, comment_id: str, marker: render.Marker) -> None:
+        if marker.record_id == render.NO_RECORD:
+            return  # an answer to a mention without a card: nothing to follow
+        self.state.replies.put(key, chat.PostedReply(issue.key, comment_id, marker.record_id, marker.digest))
+        self.state.gate.allow(issue.key, marker.record_id)
+        self.track(issue, comment_id, marker.record_id)
+
+    async def find_own(self, source: str, issue: Issue) -> tuple[str, render.Marker] | None:
+        """Our comment on the issue whose marker answers `source`: its id and marker, or None."""
         try:
             comments = await self.api.issue_comments(issue.repo, issue.number, issue.installation)
         except GitHubApiError as exc:
             self.refused(exc)
-            return
+            return None
         for comment in comments:
             marker = render.read_marker(_text(comment.get("body")))
             comment_id = _id(comment.get("id"))
-            if marker is None or marker.source != source or comment_id is None or not self._own(comment):
-                continue
-            self.state.replies.put(
-                key, chat.PostedReply(issue.key, str(comment_id), marker.record_id, marker.digest)
-            )
-            self.state.gate.allow(issue.key, marker.record_id)
-            self.track(issue, str(comment_id), marker.record_id)
-            return
+            if (
+                marker is not None
+                and marker.source == source
+                and comment_id is not None
+                and self._own(comment)
+            ):
+                return str(comment_id), marker
+        return None
+
+    async def answered_before(self, key: str, source: str, issue: Issue, *, remember: bool) -> bool:
+        """Whether one of our comments on the issue already answers `source` (found by its marker): a
+        delivery resumed after its replica stopped or died may have been answered just before. An unasked
+        card found so is remembered (`remember`), to follow the paste's edits."""
+        if self.state.replies.get(key) is None:
+            found = await self.find_own(source, issue)
+            if found is None:
+                return False
+            if remember:
+                self._recovered(key, issue, *found)
+        log.info("%s on %s was answered before: not again", source, issue.key)
+        return True
 
     def _own(self, comment: dict[str, Any]) -> bool:
         return _text(_dict(comment.get("user")).get("login")) in self.own_logins

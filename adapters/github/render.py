@@ -24,6 +24,7 @@ MARKER_PREFIX = "<!-- panicbot:"
 _MARKER = re.compile(
     r"<!-- panicbot:record=([A-Za-z0-9_.:-]{1,128}) source=(issue|c[0-9]{1,20}) digest=([0-9a-f]{0,64}) -->"
 )
+NO_RECORD = "none"  # the marker's record on an answer that shows no card (usage, no match)
 VOTE_HINT = "React with 👍 or 👎 to tell the maintainers whether this helped."
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
@@ -160,6 +161,11 @@ def card_comment(card: Card, marker: Marker) -> str:
     text = f"{card_markdown(card)}\n\n{VOTE_HINT}\n\n{marker.render()}\n"
     assert len(text) <= MAX_COMMENT_CHARS
     return text
+
+
+def marked(text: str, marker: Marker) -> str:
+    """A comment of ours that is no card, with its hidden marker."""
+    return f"{text}\n\n{marker.render()}\n"
 
 
 def usage_comment(slug: str) -> str:

@@ -22,7 +22,9 @@ import aiohttp
 import pytest
 
 from adapters.github import api as github_api
+from adapters.github.app import delivery_job
 from adapters.github.render import read_marker
+from adapters.outbox import OutboxEntry
 from adapters.serve.main import Service, ServiceSettings
 from adapters.settings import PlatformRefused
 from tests.adapters.github.fake_github import APP_ID, BOT_LOGIN, FakeGitHub, new_private_key, pem
@@ -386,6 +388,30 @@ def test_a_replayed_or_late_delivery_older_than_what_was_handled_changes_nothing
             newer = issue_payload("edited", AVG_POOL_PASTE, updated_at="2026-12-01T10:06:00Z")
             await bot.deliver("issues", newer)
             await bot.fake.wait_for(lambda: len(bot.fake.made("PATCH")) == 2, what="the newer edit")
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("body", [f"@panicbot\n{AVG_POOL_PASTE}", "@panicbot"], ids=["card", "usage"])
+def test_a_delivery_resumed_after_its_replica_died_mid_answer_is_not_answered_twice(
+    github_env: pytest.MonkeyPatch, body: str
+) -> None:
+    async def scenario() -> None:
+        async with serving(github_env) as bot:
+            ask = comment_payload("created", body, number=11)
+            await bot.deliver("issue_comment", ask)
+            [answer] = await bot.fake.wait_for(bot.comments, what="the answer")
+            await bot.settle()
+            assert read_marker(answer["body"]).source == f"c{ask['comment']['id']}"  # type: ignore[union-attr]
+            # The same delivery, as a replica that died after posting leaves it: held once, lease run out.
+            outbox = bot.service.states["github"].outbox.outbox
+            job = delivery_job("issue_comment", ask)
+            assert job is not None
+            outbox.add_now(OutboxEntry("died-mid-answer", REPO, "ferris", job))
+            assert outbox.claim_now("dead-replica", 0).key == "died-mid-answer"
+            await bot.fake.wait_for(lambda: not outbox.pending_now(), what="the resumed delivery")
+            await bot.settle()
+            assert len(bot.comments()) == 1
 
     run(scenario())
 
