@@ -32,6 +32,11 @@ LOGGED_IDS = 500
 LANE_SEPARATOR = "\n"
 
 
+class TryLater(Exception):
+    """Raised by a handler when the platform cannot take the answer now: the entry is tried again later
+    (logged as a warning, without a traceback)."""
+
+
 @dataclass(frozen=True)
 class OutboxEntry:
     """One delivery owed an answer: `key` is its delivery id, `group` and `member` its lane (a repository
@@ -129,7 +134,7 @@ class OutboxWorker:
         self._current: asyncio.Task[None] | None = None
         self._current_key: str | None = None
         self._loop: asyncio.Task[None] | None = None
-        self._failing_since: float | None = None
+        self._unreadable = False
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop().create_task(self._run())
@@ -148,8 +153,14 @@ class OutboxWorker:
             try:
                 entry = await self.outbox.claim(self.owner, self.lease_seconds)
             except Exception as exc:  # the store is down: nothing is lost, it is asked again
-                self.log.warning("the %s outbox cannot be read: %s", self.name, exc.__class__.__name__)
+                if not self._unreadable:  # once per outage, not once a poll
+                    self.log.warning("the %s outbox cannot be read: %s", self.name, exc.__class__.__name__)
+                self._unreadable = True
                 entry = None
+            else:
+                if self._unreadable:
+                    self.log.info("the %s outbox can be read again", self.name)
+                self._unreadable = False
             if entry is None:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
@@ -180,6 +191,11 @@ class OutboxWorker:
                 await self._give_back(entry.key)
                 return
             raise
+        except TryLater as exc:
+            delay = backoff(entry.attempts)
+            self.log.warning("delivery %s not answered now (%s): tried again in %g s", entry.key, exc, delay)
+            await self._give_back(entry.key, delay)
+            return
         except Exception:
             self.log.exception("answering delivery %s failed; it will be tried again", entry.key)
             await self._give_back(entry.key, backoff(entry.attempts))

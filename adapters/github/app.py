@@ -43,7 +43,7 @@ from adapters.github.api import (
 )
 from adapters.github.settings import GitHubSettings, load_github_settings, read_private_key
 from adapters.local_memory import ExpiringMap, KeyedMemory
-from adapters.outbox import Outbox, OutboxEntry, OutboxWorker
+from adapters.outbox import Outbox, OutboxEntry, OutboxWorker, TryLater
 from adapters.platforms import Host, ServeOptions, until_reachable
 from adapters.redis_memory import RedisKeyedMemory
 from adapters.settings import PlatformRefused, PlatformUnreachable
@@ -194,6 +194,11 @@ class _Tracked:
     issue: Issue
     comment_id: str
     record_id: str
+
+
+class AnswerLater(TryLater):
+    """GitHub could not take an answer now (no answer, or its own error): the delivery stays in the outbox
+    and is tried again later."""
 
 
 class GitHubView:
@@ -469,7 +474,8 @@ class GitHubHandlers:
                 answer = parent
         view = GitHubView(self.settings.github_app_slug, f"c{comment_id}")
         message = answer.shown(view) if answer is not None else view.usage()
-        await self.post(issue, message, answer.card.record_id if answer and answer.card else None)
+        record_id = answer.card.record_id if answer and answer.card else None
+        await self.post(issue, message, record_id, retry_later=True)
 
     # -- GitHub calls that never raise ---------------------------------------------------------------------
 
@@ -481,12 +487,18 @@ class GitHubHandlers:
         self.state.observer.api_error(NAME, str(exc.status))
         log.warning("GitHub refused %s (%s)", exc.route, exc.status)
 
-    async def post(self, issue: Issue, body: str, record_id: str | None) -> str | None:
-        """A new comment on the issue; its id, or None (logged) when GitHub refused."""
+    async def post(
+        self, issue: Issue, body: str, record_id: str | None, *, retry_later: bool = False
+    ) -> str | None:
+        """A new comment on the issue; its id, or None (logged) when GitHub refused. With `retry_later`,
+        no answer from GitHub or its own failure (5xx) raises `AnswerLater` instead: the outbox tries the
+        delivery again."""
         try:
             created = await self.api.create_comment(issue.repo, issue.number, body, issue.installation)
         except GitHubApiError as exc:
             self.refused(exc)
+            if retry_later and (isinstance(exc, GitHubUnreachable) or exc.status >= 500):
+                raise AnswerLater(str(exc)) from None
             return None
         login = _text(_dict(created.get("user")).get("login"))
         if login:

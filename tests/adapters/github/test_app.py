@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from adapters import outbox as outbox_module
 from adapters.github import api as github_api
 from adapters.github.app import delivery_job
 from adapters.github.render import read_marker
@@ -539,6 +540,28 @@ def test_secondary_rate_limit_waits_for_retry_after_then_posts_once(github_env: 
                 assert len(bot.comments()) == 1
 
     run(scenario())
+
+
+def test_a_mention_github_fails_to_take_is_answered_later_from_the_outbox(
+    github_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    github_env.setattr(outbox_module, "RETRY_BASE_SECONDS", 0.05)
+
+    async def scenario() -> None:
+        async with FakeGitHub(public_key=KEY.public_key()) as fake:
+            fake.rate_limit("POST", "/comments", retry_after=None, times=2, status=502)  # GitHub's own error
+            async with serving(github_env, fake=fake) as bot:
+                delivery = str(uuid.uuid4())
+                ask = comment_payload("created", f"@panicbot\n{AVG_POOL_PASTE}", number=12)
+                await bot.deliver("issue_comment", ask, delivery=delivery)
+                [answer] = await fake.wait_for(bot.comments, what="the answer after two failures")
+                await bot.settle()
+                failed = [c for c in fake.calls if c.method == "POST" and c.status == 502]
+                assert len(failed) == 2 and len(bot.comments()) == 1  # before: lost at the first 502
+                assert read_marker(answer["body"]).source == f"c{ask['comment']['id']}"  # type: ignore[union-attr]
+
+    run(scenario())
+    assert any("not answered now" in r.getMessage() for r in caplog.records)
 
 
 def test_the_installation_token_is_cached_across_deliveries(github_env: pytest.MonkeyPatch) -> None:
