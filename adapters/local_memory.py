@@ -69,6 +69,9 @@ class EventDeduper(Protocol):
 
     def first_time(self, event_id: str) -> bool: ...
 
+    def forget(self, event_id: str) -> None:
+        """The event was not taken after all (it could not be stored): its redelivery is new."""
+
 
 class CooldownGate(Protocol):
     """One auto-reply per record per channel per cooldown; shared across replicas in a deployment."""
@@ -89,6 +92,9 @@ class SeenEvents:
             return False
         self._seen.put(event_id, True)
         return True
+
+    def forget(self, event_id: str) -> None:
+        self._seen.pop(event_id)
 
 
 class Cooldown:

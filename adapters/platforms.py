@@ -16,6 +16,7 @@ from aiohttp import web
 
 from adapters.local_memory import FeedbackStore
 from adapters.observe import Observer
+from adapters.outbox import Outbox
 from adapters.settings import PlatformUnreachable
 from bot import Lookup
 
@@ -81,6 +82,10 @@ class Host(Protocol):
         self, prefix: str, cooldown_seconds: float, more: Callable[[Any, str], dict[str, Any]] | None = None
     ) -> dict[str, Any]:
         """Dedupe, cooldown and rate limit for a `ChatState` (Redis-backed with REDIS_URL)."""
+
+    def outbox(self, platform: str) -> Outbox:
+        """Where `platform` keeps the work it acknowledged until it is done (Redis with REDIS_URL, else the
+        service's database): every replica sees it, and it outlives the process."""
 
     def ready_when(self, name: str, check: Callable[[], bool]) -> None:
         """`/readyz` reports `name` ready while `check()` is true."""

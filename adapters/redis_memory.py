@@ -24,6 +24,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import redis
+import redis.asyncio
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
@@ -99,6 +101,22 @@ def redis_from_url(url: str, *, timeout: float = REDIS_TIMEOUT_SECONDS) -> redis
         raise ValueError(f"REDIS_URL is not a usable Redis URL: {_scrub(str(exc), password)}") from None
     log.info("shared state in Redis at %s", redacted_url(url))
     return client
+
+
+def async_redis_from_url(url: str, *, timeout: float = REDIS_TIMEOUT_SECONDS) -> redis.asyncio.Redis:
+    """`redis_from_url`'s client on redis.asyncio: a slow or dead Redis costs its callers the timeout, never
+    the event loop."""
+    password = urlsplit(url).password
+    try:
+        return redis.asyncio.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=AsyncRetry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            health_check_interval=30,
+        )
+    except ValueError as exc:
+        raise ValueError(f"REDIS_URL is not a usable Redis URL: {_scrub(str(exc), password)}") from None
 
 
 def redis_reachable(client: redis.Redis) -> bool:
@@ -262,6 +280,11 @@ class RedisEventDeduper(_RedisWithFallback):
         # comes back without the key, this replica still knows what it handled.
         local = self.fallback.first_time(event_id)
         return local if first is None else first and local
+
+    def forget(self, event_id: str) -> None:
+        key = self._key("event", event_id)
+        self._redis(lambda: self.client.delete(key))
+        self.fallback.forget(event_id)
 
 
 class RedisCooldown(_RedisWithFallback):

@@ -22,7 +22,8 @@ import json
 import logging
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -41,11 +42,13 @@ from adapters.github.api import (
     TokenAuth,
 )
 from adapters.github.settings import GitHubSettings, load_github_settings, read_private_key
-from adapters.local_memory import ExpiringMap
+from adapters.local_memory import ExpiringMap, KeyedMemory
+from adapters.outbox import Outbox, OutboxEntry, OutboxWorker, TryLater
 from adapters.platforms import Host, ServeOptions, until_reachable
+from adapters.redis_memory import RedisKeyedMemory
 from adapters.settings import PlatformRefused, PlatformUnreachable
 from adapters.webhooks import read_body
-from bot import Card, Lookup, LookupResult
+from bot import Card, Lookup, LookupResult, redact
 
 log = logging.getLogger("panicbot.github")
 
@@ -65,11 +68,78 @@ _DELIVERY = re.compile(r"[0-9A-Za-z-]{1,64}")
 _VOTES = {"+1": "up", "-1": "down"}
 
 
+@dataclass(frozen=True)
+class Handled:
+    """The newest state of an issue's description or a comment the bot acted on: GitHub's `updated_at`
+    of it and a digest of its text (`deleted` once it is gone)."""
+
+    updated_at: str
+    digest: str
+    deleted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"updated_at": self.updated_at, "digest": self.digest, "deleted": self.deleted}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Handled:
+        updated_at, digest, deleted = data.get("updated_at"), data.get("digest"), data.get("deleted", False)
+        if not isinstance(updated_at, str) or not isinstance(digest, str) or not isinstance(deleted, bool):
+            raise ValueError("not a handled state")
+        return cls(updated_at, digest, deleted)
+
+
+def _stamp(text: str) -> datetime | None:
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo is not None else None
+
+
+def is_stale(event: Handled, newest: Handled | None) -> bool:
+    """True when `event` is older than the newest state already handled (or that same state again): a
+    redelivery or a late delivery, which must change nothing. An event without a readable time is never
+    stale (nothing to compare)."""
+    if newest is None:
+        return False
+    mine, theirs = _stamp(event.updated_at), _stamp(newest.updated_at)
+    if mine is None or theirs is None:
+        return False
+    if mine != theirs:
+        return mine < theirs
+    # The same second: the same text again (or anything after a deletion) is a replay; other text is a
+    # second edit within that second.
+    return newest.deleted or event.digest == newest.digest
+
+
+@dataclass
 class GitHubState(chat.ChatState[str]):
     """What the handlers remember, built once per process. Pastes and replies are keyed `owner/name#12`
     (an issue's description) and `owner/name#c345` (a comment); with Redis, shared by every replica."""
 
     platform = NAME
+    # The newest state handled of each issue description and comment (`Handled`), by the same keys.
+    handled: KeyedMemory[tuple[str, ...], Handled] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.outbox: OutboxWorker | None = None  # answers the deliveries acknowledged (set at start)
+        if self.handled is None:
+            self.handled = ExpiringMap(COOLDOWN_SECONDS, 100_000, self.clock)
+
+    @property
+    def newest(self) -> KeyedMemory[tuple[str, ...], Handled]:
+        assert self.handled is not None
+        return self.handled
+
+
+def shared_github_state(client: Any, prefix: str) -> dict[str, Any]:
+    """What GitHub's replicas share in Redis besides dedupe and cooldowns: the cards, and the newest state
+    handled of each paste (so a late delivery to another replica changes nothing either)."""
+    handled = RedisKeyedMemory(
+        client, prefix, "handled", COOLDOWN_SECONDS, Handled.to_json, Handled.from_json
+    )
+    return {**chat.shared_replies(client, prefix), "handled": handled}
 
 
 def issue_key(repo: str, number: int) -> str:
@@ -126,20 +196,28 @@ class _Tracked:
     record_id: str
 
 
+class AnswerLater(TryLater):
+    """GitHub could not take an answer now (no answer, or its own error): the delivery stays in the outbox
+    and is tried again later."""
+
+
 class GitHubView:
     """A comment's markdown for each kind of answer to a mention."""
 
     def __init__(self, slug: str, source: str) -> None:
         self.slug, self.source = slug, source
 
+    # Every answer carries the hidden marker naming the mention it answers, so an answer posted just before
+    # a crash is found again instead of posted twice (`answered_before`).
     def note(self, text: str) -> str:
-        return render.note_comment(text)
+        return render.marked(render.note_comment(text), render.Marker(render.NO_RECORD, self.source))
 
     def usage(self) -> str:
-        return render.usage_comment(self.slug)
+        return render.marked(render.usage_comment(self.slug), render.Marker(render.NO_RECORD, self.source))
 
     def no_match(self, result: LookupResult, query: str) -> str:
-        return render.no_match_comment(result, query)
+        marker = render.Marker(render.NO_RECORD, self.source)
+        return render.marked(render.no_match_comment(result, query), marker)
 
     def card(self, card: Card, result: LookupResult) -> str:
         return render.card_comment(card, render.Marker(card.record_id, self.source))
@@ -196,8 +274,16 @@ class GitHubHandlers:
 
     # -- deliveries ---------------------------------------------------------------------------------------
 
-    async def handle(self, event: str, payload: dict[str, Any]) -> None:
-        """One delivery, after it was acknowledged."""
+    async def handle_entry(self, entry: OutboxEntry) -> None:
+        """One delivery from the outbox (its `job`)."""
+        event = _text(entry.payload.get("event"))
+        await self.handle(event, entry.payload, delivery=entry.key, resumed=entry.attempts > 0)
+
+    async def handle(
+        self, event: str, payload: dict[str, Any], *, delivery: str = "", resumed: bool = False
+    ) -> None:
+        """One delivery, after it was acknowledged. `resumed`: it was in hand before (a stop cut it short, or
+        its replica died): what it may have posted already is looked for first, never posted twice."""
         repo = _text(_dict(payload.get("repository")).get("full_name"))
         issue_info = _dict(payload.get("issue"))
         number = _id(issue_info.get("number"))
@@ -207,16 +293,41 @@ class GitHubHandlers:
             repo, number, _id(_dict(payload.get("installation")).get("id")), "pull_request" in issue_info
         )
         action = _text(payload.get("action"))
+        if self.stale(event, action, issue, payload):
+            log.info("delivery %s is older than what was handled already: it changes nothing", delivery)
+            return
         sender = _dict(payload.get("sender"))
         by_bot = sender.get("type") == "Bot" or _text(sender.get("login")) in self.own_logins
         author = _text(sender.get("login"))
         if event == "issues":
-            await self.on_issue(action, issue, issue_info, author, by_bot=by_bot)
+            await self.on_issue(action, issue, issue_info, author, by_bot=by_bot, resumed=resumed)
         else:
-            await self.on_comment(
-                action, issue, _dict(payload.get("comment")), issue_info, author, by_bot=by_bot
-            )
+            comment = _dict(payload.get("comment"))
+            await self.on_comment(action, issue, comment, issue_info, author, by_bot=by_bot, resumed=resumed)
         await self.read_votes_of(issue)
+
+    def stale(self, event: str, action: str, issue: Issue, payload: dict[str, Any]) -> bool:
+        """Whether this event is older than the newest one handled for its issue or comment (then it
+        changes nothing); when it is the newest, it is remembered as such. Only the actions the bot acts
+        on count: a label changes `updated_at` but not the text."""
+        if event == "issues":
+            if action not in ("opened", "edited", "deleted"):
+                return False
+            target, key = _dict(payload.get("issue")), issue.key
+        else:
+            target = _dict(payload.get("comment"))
+            comment_id = _id(target.get("id"))
+            if action not in ("created", "edited", "deleted") or comment_id is None:
+                return False
+            key = comment_key(issue.repo, comment_id)
+        updated_at = _text(target.get("updated_at"))
+        if not updated_at:
+            return False
+        this = Handled(updated_at, paste_digest(_text(target.get("body"))), action == "deleted")
+        if is_stale(this, self.state.newest.get((key,))):
+            return True
+        self.state.newest.put((key,), this)
+        return False
 
     def auto_reply(self, issue: Issue) -> bool:
         if issue.repo.lower() not in self.settings.github_auto_reply_repos:
@@ -224,7 +335,14 @@ class GitHubHandlers:
         return not issue.pull_request or self.settings.github_auto_reply_pull_requests
 
     async def on_issue(
-        self, action: str, issue: Issue, info: dict[str, Any], author: str, *, by_bot: bool
+        self,
+        action: str,
+        issue: Issue,
+        info: dict[str, Any],
+        author: str,
+        *,
+        by_bot: bool,
+        resumed: bool = False,
     ) -> None:
         key = issue.key
         if action == "deleted":  # its comments went with it
@@ -238,6 +356,8 @@ class GitHubHandlers:
         paste = chat.Paste(key, issue.key, text, author)
         replier = GitHubReplier(self, issue, "issue", text)
         if action == "opened":
+            if resumed and await self.answered_before(paste.key, "issue", issue, remember=True):
+                return
             await self.flows.unasked_reply(paste, replier)
         else:
             await self.follow(paste, "issue", issue, replier)
@@ -251,6 +371,7 @@ class GitHubHandlers:
         author: str,
         *,
         by_bot: bool,
+        resumed: bool = False,
     ) -> None:
         comment_id = _id(comment.get("id"))
         if comment_id is None:
@@ -265,6 +386,8 @@ class GitHubHandlers:
         if by_bot or _dict(comment.get("user")).get("type") == "Bot" or render.MARKER_PREFIX in body:
             return  # our own comments (and other bots') come back as events too
         if action == "created" and self.mention.search(body):
+            if resumed and await self.answered_before(key, source, issue, remember=False):
+                return
             await self.answer_mention(issue, comment_id, body, _text(issue_info.get("body")), author)
             return
         if action not in ("created", "edited") or not self.auto_reply(issue):
@@ -272,6 +395,8 @@ class GitHubHandlers:
         paste = chat.Paste(key, issue.key, body, author)
         replier = GitHubReplier(self, issue, source, body)
         if action == "created":
+            if resumed and await self.answered_before(key, source, issue, remember=True):
+                return
             await self.flows.unasked_reply(paste, replier)
         else:
             await self.follow(paste, source, issue, replier)
@@ -289,22 +414,48 @@ class GitHubHandlers:
 
     async def recover(self, key: str, source: str, issue: Issue) -> None:
         """Our comment answering `source`, found again by its marker (after a restart without Redis)."""
+        found = await self.find_own(source, issue)
+        if found is not None:
+            self._recovered(key, issue, *found)
+
+    def _recovered(self, key: str, issue: Issue, comment_id: str, marker: render.Marker) -> None:
+        if marker.record_id == render.NO_RECORD:
+            return  # an answer to a mention without a card: nothing to follow
+        self.state.replies.put(key, chat.PostedReply(issue.key, comment_id, marker.record_id, marker.digest))
+        self.state.gate.allow(issue.key, marker.record_id)
+        self.track(issue, comment_id, marker.record_id)
+
+    async def find_own(self, source: str, issue: Issue) -> tuple[str, render.Marker] | None:
+        """Our comment on the issue whose marker answers `source`: its id and marker, or None."""
         try:
             comments = await self.api.issue_comments(issue.repo, issue.number, issue.installation)
         except GitHubApiError as exc:
             self.refused(exc)
-            return
+            return None
         for comment in comments:
             marker = render.read_marker(_text(comment.get("body")))
             comment_id = _id(comment.get("id"))
-            if marker is None or marker.source != source or comment_id is None or not self._own(comment):
-                continue
-            self.state.replies.put(
-                key, chat.PostedReply(issue.key, str(comment_id), marker.record_id, marker.digest)
-            )
-            self.state.gate.allow(issue.key, marker.record_id)
-            self.track(issue, str(comment_id), marker.record_id)
-            return
+            if (
+                marker is not None
+                and marker.source == source
+                and comment_id is not None
+                and self._own(comment)
+            ):
+                return str(comment_id), marker
+        return None
+
+    async def answered_before(self, key: str, source: str, issue: Issue, *, remember: bool) -> bool:
+        """Whether one of our comments on the issue already answers `source` (found by its marker): a
+        delivery resumed after its replica stopped or died may have been answered just before. An unasked
+        card found so is remembered (`remember`), to follow the paste's edits."""
+        if self.state.replies.get(key) is None:
+            found = await self.find_own(source, issue)
+            if found is None:
+                return False
+            if remember:
+                self._recovered(key, issue, *found)
+        log.info("%s on %s was answered before: not again", source, issue.key)
+        return True
 
     def _own(self, comment: dict[str, Any]) -> bool:
         return _text(_dict(comment.get("user")).get("login")) in self.own_logins
@@ -323,7 +474,8 @@ class GitHubHandlers:
                 answer = parent
         view = GitHubView(self.settings.github_app_slug, f"c{comment_id}")
         message = answer.shown(view) if answer is not None else view.usage()
-        await self.post(issue, message, answer.card.record_id if answer and answer.card else None)
+        record_id = answer.card.record_id if answer and answer.card else None
+        await self.post(issue, message, record_id, retry_later=True)
 
     # -- GitHub calls that never raise ---------------------------------------------------------------------
 
@@ -335,12 +487,18 @@ class GitHubHandlers:
         self.state.observer.api_error(NAME, str(exc.status))
         log.warning("GitHub refused %s (%s)", exc.route, exc.status)
 
-    async def post(self, issue: Issue, body: str, record_id: str | None) -> str | None:
-        """A new comment on the issue; its id, or None (logged) when GitHub refused."""
+    async def post(
+        self, issue: Issue, body: str, record_id: str | None, *, retry_later: bool = False
+    ) -> str | None:
+        """A new comment on the issue; its id, or None (logged) when GitHub refused. With `retry_later`,
+        no answer from GitHub or its own failure (5xx) raises `AnswerLater` instead: the outbox tries the
+        delivery again."""
         try:
             created = await self.api.create_comment(issue.repo, issue.number, body, issue.installation)
         except GitHubApiError as exc:
             self.refused(exc)
+            if retry_later and (isinstance(exc, GitHubUnreachable) or exc.status >= 500):
+                raise AnswerLater(str(exc)) from None
             return None
         login = _text(_dict(created.get("user")).get("login"))
         if login:
@@ -407,6 +565,47 @@ class GitHubHandlers:
 # -- the webhook ------------------------------------------------------------------------------------------
 
 
+def _person(value: object) -> dict[str, Any]:
+    person = _dict(value)
+    return {"login": _text(person.get("login")), "type": _text(person.get("type"))}
+
+
+def delivery_job(event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """What the outbox keeps of a delivery: the fields the handlers read, pastes redacted (secrets and
+    home paths never stored); None for a delivery that owes no answer."""
+    repo = _text(_dict(payload.get("repository")).get("full_name"))
+    issue_info = _dict(payload.get("issue"))
+    number = _id(issue_info.get("number"))
+    if event not in ("issues", "issue_comment") or not repo or number is None:
+        return None
+    issue: dict[str, Any] = {
+        "number": number,
+        "body": redact(_text(issue_info.get("body"))),
+        "updated_at": _text(issue_info.get("updated_at")),
+    }
+    if "pull_request" in issue_info:
+        issue["pull_request"] = True
+    job: dict[str, Any] = {
+        "event": event,
+        "action": _text(payload.get("action")),
+        "repository": {"full_name": repo},
+        "issue": issue,
+        "sender": _person(payload.get("sender")),
+    }
+    installation = _id(_dict(payload.get("installation")).get("id"))
+    if installation is not None:
+        job["installation"] = {"id": installation}
+    if event == "issue_comment":
+        comment = _dict(payload.get("comment"))
+        job["comment"] = {
+            "id": _id(comment.get("id")),
+            "body": redact(_text(comment.get("body"))),
+            "user": _person(comment.get("user")),
+            "updated_at": _text(comment.get("updated_at")),
+        }
+    return job
+
+
 def _refused(status: int, error: str) -> web.Response:
     return web.json_response({"error": error}, status=status)
 
@@ -414,12 +613,15 @@ def _refused(status: int, error: str) -> web.Response:
 def add_github_routes(
     web_app: web.Application,
     handlers: GitHubHandlers,
+    outbox: Outbox,
+    worker: OutboxWorker,
     *,
     secret: str,
     read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> None:
-    """`POST /github/events`: signature first (401, nothing parsed), then dedupe, ack, and work after."""
+    """`POST /github/events`: signature first (401, nothing parsed), then dedupe, the delivery stored in
+    the outbox, ack, and the answer after (the outbox's worker)."""
     if not secret:
         raise ValueError("the GitHub webhook needs its secret")
     state = handlers.state
@@ -449,7 +651,20 @@ def add_github_routes(
         if not handlers.flows.first_time(f"delivery:{delivery}"):
             log.info("delivery %s already handled; acknowledging the redelivery", delivery)
             return web.json_response({"ok": True, "duplicate": True})
-        state.spawn(handlers.handle(event, payload))
+        # Redacting a megabyte of text takes a while: not on the event loop.
+        job = await asyncio.to_thread(delivery_job, event, payload)
+        if job is None:
+            return web.json_response({"ok": True}, status=202)  # nothing owed
+        sender = _dict(job.get("sender")).get("login") or ""
+        entry = OutboxEntry(delivery, job["repository"]["full_name"].lower(), str(sender), job)
+        try:
+            await outbox.add(entry)
+        except Exception as exc:
+            # Not stored, not acknowledged: GitHub records a failed delivery, which can be redelivered.
+            state.dedupe.forget(f"delivery:{delivery}")
+            log.error("delivery %s not stored in the outbox (%s): answered 503", delivery, exc)
+            return _refused(503, "cannot store the delivery")
+        worker.wake()
         return web.json_response({"ok": True}, status=202)
 
     web_app.router.add_post(EVENTS_PATH, events)
@@ -511,7 +726,7 @@ class GitHubPlatform:
         return load_github_settings()
 
     async def start(self, host: Host, settings: GitHubSettings, options: ServeOptions) -> GitHubState:
-        shared = host.shared_state("panicbot:github", COOLDOWN_SECONDS, more=chat.shared_replies)
+        shared = host.shared_state("panicbot:github", COOLDOWN_SECONDS, more=shared_github_state)
         state = GitHubState(
             cooldown_seconds=COOLDOWN_SECONDS, observer=host.observer, feedback=host.feedback, **shared
         )
@@ -519,12 +734,17 @@ class GitHubPlatform:
         auth = build_auth(settings)
         api = GitHubApi(session, settings.github_api_url, auth)
         handlers = GitHubHandlers(settings, host.live, state, api)
+        outbox = host.outbox(NAME)
+        worker = state.outbox = OutboxWorker(outbox, handlers.handle_entry, name="GitHub", log=log)
         add_github_routes(
             host.web_app,
             handlers,
+            outbox,
+            worker,
             secret=settings.github_webhook_secret.get_secret_value(),
             read_timeout=host.http_read_timeout,
         )
+        worker.start()  # deliveries left by a stop (this replica's or another's) are answered first
         votes = asyncio.get_running_loop().create_task(handlers.read_votes_regularly())
 
         async def close() -> None:
@@ -532,7 +752,9 @@ class GitHubPlatform:
             await asyncio.gather(votes, return_exceptions=True)
             await session.close()
 
-        # Replies in flight finish before the session closes; deliveries meanwhile get a 503.
+        # The reply in hand finishes before the session closes (the rest stays in the outbox); deliveries
+        # meanwhile get a 503.
+        host.on_stop(worker.stop, before_close=True)
         host.on_stop(state.drain, before_close=True)
         host.on_close(close)
         if isinstance(auth, AppAuth):

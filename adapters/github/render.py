@@ -3,7 +3,8 @@
 GitHub's 65,536-character comment limit, and a hidden marker by which the bot finds its own comment again.
 
 Text that came from a paste (the title, the panics that follow) is escaped: it can neither ping anyone
-(`@user`), link an issue, open HTML, nor close the marker."""
+(`@user`), link an issue, open HTML, nor close the marker; a URL in it (`http://localhost:8080/x`,
+`www.example.com`) is shown in a code span, which GitHub never turns into a link."""
 
 from __future__ import annotations
 
@@ -23,9 +24,13 @@ MARKER_PREFIX = "<!-- panicbot:"
 _MARKER = re.compile(
     r"<!-- panicbot:record=([A-Za-z0-9_.:-]{1,128}) source=(issue|c[0-9]{1,20}) digest=([0-9a-f]{0,64}) -->"
 )
+NO_RECORD = "none"  # the marker's record on an answer that shows no card (usage, no match)
 VOTE_HINT = "React with 👍 or 👎 to tell the maintainers whether this helped."
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
+# What GitHub's autolinker takes for a link: a scheme and `//` (any host, dotted or not), `www.`, or the
+# schemes it links without slashes. Backslash-escaped dots do not stop it (`https://a\.b` still links).
+_URL = re.compile(r"(?i)(?:\b[a-z][a-z0-9+.-]*://|\bwww\.|\b(?:mailto|xmpp):)\S*")
 
 
 @dataclass(frozen=True)
@@ -53,9 +58,20 @@ def no_mentions(text: str) -> str:
     return _MENTION.sub("@\u200b", text)
 
 
+def _escaped(text: str) -> str:
+    return no_mentions(_MARKDOWN.sub(r"\\\1", text))
+
+
 def plain(text: str) -> str:
-    """Pasted text shown as itself: markdown and HTML escaped, mentions and issue links defused."""
-    return no_mentions(_MARKDOWN.sub(r"\\\1", " ".join(text.split())))
+    """Pasted text shown as itself: markdown and HTML escaped, mentions and issue links defused, URLs in
+    code spans (never a live link)."""
+    text = " ".join(text.split())
+    parts: list[str] = []
+    done = 0
+    for url in _URL.finditer(text):
+        parts += [_escaped(text[done : url.start()]), code_span(url.group())]
+        done = url.end()
+    return "".join(parts) + _escaped(text[done:])
 
 
 def code_span(text: str) -> str:
@@ -148,6 +164,11 @@ def card_comment(card: Card, marker: Marker) -> str:
     text = f"{card_markdown(card)}\n\n{VOTE_HINT}\n\n{marker.render()}\n"
     assert len(text) <= MAX_COMMENT_CHARS
     return text
+
+
+def marked(text: str, marker: Marker) -> str:
+    """A comment of ours that is no card, with its hidden marker."""
+    return f"{text}\n\n{marker.render()}\n"
 
 
 def usage_comment(slug: str) -> str:

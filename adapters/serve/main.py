@@ -23,6 +23,7 @@ from adapters.catalog_settings import CatalogSettings
 from adapters.chat.flows import PASTE_READERS
 from adapters.console.settings import ConsoleSettings
 from adapters.observe import Observer, Observers
+from adapters.outbox import Outbox
 from adapters.platforms import Platform, ServeOptions, platform
 from adapters.redis_memory import RateLimiter
 from adapters.serve.live_catalog import CatalogLoadError, LiveLookup, LoadReport
@@ -261,6 +262,27 @@ class Service:
         self, prefix: str, cooldown_seconds: float, more: Callable[[Any, str], dict[str, Any]] | None = None
     ) -> dict[str, Any]:
         return self._shared_state(prefix, cooldown_seconds, more)
+
+    def outbox(self, platform: str) -> Outbox:
+        if self.settings.redis_url is not None:
+            from adapters.redis_memory import async_redis_from_url  # noqa: PLC0415
+            from adapters.redis_outbox import RedisOutbox  # noqa: PLC0415
+
+            try:
+                client = async_redis_from_url(self.settings.redis_url.get_secret_value(), timeout=2.0)
+            except ValueError as exc:
+                raise ServiceError(str(exc)) from None
+            shared = RedisOutbox(client, f"panicbot:{platform}")
+            self._closers.append(shared.close)
+            return shared
+        from adapters.storage.outbox import SqlOutbox  # noqa: PLC0415
+
+        try:
+            outbox = SqlOutbox(self.settings.database_url.get_secret_value(), platform)
+        except StorageError as exc:
+            raise ServiceError(f"DATABASE_URL: {exc}") from None
+        self._closers.append(lambda: asyncio.to_thread(outbox.close))
+        return outbox
 
     def ready_when(self, name: str, check: Callable[[], bool]) -> None:
         self.status.checks[name] = check

@@ -1,5 +1,7 @@
 """The tables: `votes` (👍/👎 per user, record and message), `unmatched_panics` (redacted pastes the data set
-has no record for, counted) and `record_matches` (how often each record answered, per platform).
+has no record for, counted), `record_matches` (how often each record answered, per platform), and the outbox
+(`outbox`: acknowledged deliveries not answered yet; `outbox_lanes`: when each repository and user was last
+served, for fairness).
 
 Changing a table here needs a new revision in `migrations/versions/` (the tests compare the two).
 """
@@ -117,3 +119,34 @@ class RecordMatch(Base):
     count: Mapped[int] = mapped_column(Integer)
     first_seen: Mapped[datetime] = mapped_column(UtcDateTime())
     last_seen: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class OutboxRow(Base):
+    """A delivery acknowledged and not yet answered (`adapters.outbox`): its payload (pastes redacted), the
+    lane it waits in (a repository and a user), and who holds it until when."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (UniqueConstraint("platform", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)  # the order deliveries came in
+    platform: Mapped[str] = mapped_column(String(32))
+    key: Mapped[str] = mapped_column(String(128))  # the delivery id
+    grp: Mapped[str] = mapped_column(String(255))
+    member: Mapped[str] = mapped_column(String(255))
+    payload: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer)
+
+
+class OutboxLane(Base):
+    """When a lane of the outbox (a repository, or a user in it) was last served, as a rising counter."""
+
+    __tablename__ = "outbox_lanes"
+    __table_args__ = (UniqueConstraint("platform", "lane"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    lane: Mapped[str] = mapped_column(String(600))
+    served: Mapped[int] = mapped_column(Integer)

@@ -21,8 +21,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from adapters import outbox as outbox_module
 from adapters.github import api as github_api
+from adapters.github.app import delivery_job
 from adapters.github.render import read_marker
+from adapters.outbox import OutboxEntry
 from adapters.serve.main import Service, ServiceSettings
 from adapters.settings import PlatformRefused
 from tests.adapters.github.fake_github import APP_ID, BOT_LOGIN, FakeGitHub, new_private_key, pem
@@ -65,11 +68,20 @@ _ids = itertools.count(1)
 
 
 def issue_payload(
-    action: str, body: str, *, number: int = 7, repo: str = REPO, sender: dict[str, Any] | None = None
+    action: str,
+    body: str,
+    *,
+    number: int = 7,
+    repo: str = REPO,
+    sender: dict[str, Any] | None = None,
+    updated_at: str | None = None,
 ) -> dict[str, Any]:
+    issue = {"number": number, "title": "It crashes", "body": body, "user": USER, "state": "open"}
+    if updated_at is not None:
+        issue["updated_at"] = updated_at
     payload: dict[str, Any] = {
         "action": action,
-        "issue": {"number": number, "title": "It crashes", "body": body, "user": USER, "state": "open"},
+        "issue": issue,
         "repository": {
             "full_name": repo,
             "name": repo.partition("/")[2],
@@ -93,14 +105,18 @@ def comment_payload(
     repo: str = REPO,
     author: dict[str, Any] | None = None,
     pull_request: bool = False,
+    updated_at: str | None = None,
 ) -> dict[str, Any]:
     issue: dict[str, Any] = {"number": number, "title": "It crashes", "body": issue_body, "user": USER}
     if pull_request:
         issue["pull_request"] = {"url": f"https://api.github.com/repos/{repo}/pulls/{number}"}
+    comment: dict[str, Any] = {"id": comment_id or 500_000 + next(_ids), "body": body, "user": author or USER}
+    if updated_at is not None:
+        comment["updated_at"] = updated_at
     return {
         "action": action,
         "issue": issue,
-        "comment": {"id": comment_id or 500_000 + next(_ids), "body": body, "user": author or USER},
+        "comment": comment,
         "repository": {"full_name": repo},
         "sender": author or USER,
         "installation": {"id": INSTALLATION},
@@ -143,8 +159,9 @@ class Harness:
     async def settle(self) -> None:
         """Every delivery acknowledged so far has been answered."""
         state = self.service.states["github"]
+        worker = state.outbox
         for _ in range(500):
-            if not state.pending:
+            if not state.pending and not worker.busy and not await worker.outbox.pending():
                 return
             await asyncio.sleep(0.01)
         raise AssertionError("replies still running")
@@ -334,6 +351,72 @@ def test_a_redelivery_is_acknowledged_and_not_answered_again(github_env: pytest.
     run(scenario())
 
 
+def test_a_replayed_or_late_delivery_older_than_what_was_handled_changes_nothing(
+    github_env: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        async with serving(github_env) as bot:
+            opened = issue_payload("opened", AVG_POOL_PASTE, updated_at="2026-12-01T10:00:00Z")
+            await bot.deliver("issues", opened)
+            [card] = await bot.fake.wait_for(bot.comments, what="the card")
+            await bot.settle()
+            edited = issue_payload("edited", DEFORM_PASTE, updated_at="2026-12-01T10:05:00Z")
+            await bot.deliver("issues", edited)
+            await bot.fake.wait_for(lambda: bot.fake.made("PATCH"), what="the edit")
+            await bot.settle()
+
+            # The `opened` body again (a redelivery, a captured body under a new delivery id), and an older
+            # edit arriving late: neither posts, edits nor deletes anything.
+            await bot.deliver("issues", opened)
+            late = issue_payload("edited", "nothing here any more", updated_at="2026-12-01T10:01:00Z")
+            await bot.deliver("issues", late)
+            await bot.deliver("issues", edited)  # the newest, replayed: nothing either
+            await bot.settle()
+            [shown] = bot.comments()
+            assert shown["id"] == card["id"] and read_marker(shown["body"]).record_id == DEFORM_ID  # type: ignore[union-attr]
+            assert len(bot.fake.made("PATCH")) == 1 and not bot.fake.made("DELETE")
+
+            # A mention replayed under a new delivery id is answered once.
+            ask = comment_payload(
+                "created", f"@panicbot\n{AVG_POOL_PASTE}", number=8, updated_at="2026-12-01T11:00:00Z"
+            )
+            await bot.deliver("issue_comment", ask)
+            await bot.deliver("issue_comment", ask)
+            await bot.settle()
+            assert len(bot.comments()) == 2
+
+            # A newer edit still goes through.
+            newer = issue_payload("edited", AVG_POOL_PASTE, updated_at="2026-12-01T10:06:00Z")
+            await bot.deliver("issues", newer)
+            await bot.fake.wait_for(lambda: len(bot.fake.made("PATCH")) == 2, what="the newer edit")
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("body", [f"@panicbot\n{AVG_POOL_PASTE}", "@panicbot"], ids=["card", "usage"])
+def test_a_delivery_resumed_after_its_replica_died_mid_answer_is_not_answered_twice(
+    github_env: pytest.MonkeyPatch, body: str
+) -> None:
+    async def scenario() -> None:
+        async with serving(github_env) as bot:
+            ask = comment_payload("created", body, number=11)
+            await bot.deliver("issue_comment", ask)
+            [answer] = await bot.fake.wait_for(bot.comments, what="the answer")
+            await bot.settle()
+            assert read_marker(answer["body"]).source == f"c{ask['comment']['id']}"  # type: ignore[union-attr]
+            # The same delivery, as a replica that died after posting leaves it: held once, lease run out.
+            outbox = bot.service.states["github"].outbox.outbox
+            job = delivery_job("issue_comment", ask)
+            assert job is not None
+            outbox.add_now(OutboxEntry("died-mid-answer", REPO, "ferris", job))
+            assert outbox.claim_now("dead-replica", 0).key == "died-mid-answer"
+            await bot.fake.wait_for(lambda: not outbox.pending_now(), what="the resumed delivery")
+            await bot.settle()
+            assert len(bot.comments()) == 1
+
+    run(scenario())
+
+
 def test_a_mention_in_a_comment_is_answered_with_the_card_of_the_issue(
     github_env: pytest.MonkeyPatch,
 ) -> None:
@@ -457,6 +540,28 @@ def test_secondary_rate_limit_waits_for_retry_after_then_posts_once(github_env: 
                 assert len(bot.comments()) == 1
 
     run(scenario())
+
+
+def test_a_mention_github_fails_to_take_is_answered_later_from_the_outbox(
+    github_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    github_env.setattr(outbox_module, "RETRY_BASE_SECONDS", 0.05)
+
+    async def scenario() -> None:
+        async with FakeGitHub(public_key=KEY.public_key()) as fake:
+            fake.rate_limit("POST", "/comments", retry_after=None, times=2, status=502)  # GitHub's own error
+            async with serving(github_env, fake=fake) as bot:
+                delivery = str(uuid.uuid4())
+                ask = comment_payload("created", f"@panicbot\n{AVG_POOL_PASTE}", number=12)
+                await bot.deliver("issue_comment", ask, delivery=delivery)
+                [answer] = await fake.wait_for(bot.comments, what="the answer after two failures")
+                await bot.settle()
+                failed = [c for c in fake.calls if c.method == "POST" and c.status == 502]
+                assert len(failed) == 2 and len(bot.comments()) == 1  # before: lost at the first 502
+                assert read_marker(answer["body"]).source == f"c{ask['comment']['id']}"  # type: ignore[union-attr]
+
+    run(scenario())
+    assert any("not answered now" in r.getMessage() for r in caplog.records)
 
 
 def test_the_installation_token_is_cached_across_deliveries(github_env: pytest.MonkeyPatch) -> None:

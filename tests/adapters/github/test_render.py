@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+import cmarkgfm
+
 from adapters.github.render import (
     MAX_COMMENT_CHARS,
     Marker,
@@ -139,3 +141,35 @@ def test_reports_are_named_in_code_never_linked_so_upstream_issues_get_no_mentio
     assert f"**Reported in:** `{REPORTED_LABEL}`" in body
     assert REPORTED_URL not in body
     assert body.count(REPORTED_LABEL) == body.count(f"`{REPORTED_LABEL}`")
+
+
+PASTED_URLS = (
+    "http://localhost:8080/metrics",  # a dotless host: escaping dots never stopped this one
+    "https://intranet/x",
+    "https://evil.example.com/a?b=c",  # escaped dots did not stop GitHub either (`evil\.example\.com`)
+    "www.example.org/path",
+    "ftp://files/dump",
+    "mailto:someone@example.com",
+)
+
+
+def links(markdown: str) -> list[str]:
+    """The links GitHub shows for this markdown (its own renderer, cmark-gfm with the autolinker)."""
+    html = cmarkgfm.github_flavored_markdown_to_html(markdown)
+    return re.findall(r'<a href="([^"]*)"', html)
+
+
+def test_urls_in_pasted_text_are_never_live_links_on_github() -> None:
+    card = avg_pool_card()
+    pasted = "thread 'main' panicked at " + " and ".join(PASTED_URLS)
+    body = card_comment(replace(card, title=pasted), Marker(card.record_id, "issue"))
+    assert links(body) == [card.source_url]  # the source link, and nothing from the paste
+    for url in PASTED_URLS:
+        assert f"`{url}`" in body  # shown as code, whole
+
+    service = PanicLookup(seeds_catalog())
+    for url in PASTED_URLS:
+        query = f"thread 'main' panicked at src/main.rs:1:1:\nrequest to {url} failed"
+        comment = no_match_comment(service.lookup(query), query)
+        # Only the nearby records' source links (on GitHub), none from the paste.
+        assert all(link.startswith("https://github.com/") for link in links(comment)), links(comment)
