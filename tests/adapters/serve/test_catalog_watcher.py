@@ -10,13 +10,17 @@ import os
 from collections.abc import Callable, Sized
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from adapters.serve import live_catalog
 from adapters.serve.live_catalog import LiveLookup
+from adapters.serve.main import Service
 from bot.lookup import PanicLookup
 from bot.prebuilt import PrebuiltError
+from tests.adapters.serve.test_service import settings, started, stopped
 from tests.support.damaged_pbcat import FOUND_AT_LOOKUP, damaged_kinds, small_prebuilt_bytes
+from tests.support.local_only import isolate
 
 POLL = 0.02
 
@@ -172,3 +176,59 @@ def test_the_watcher_survives_an_error_of_its_own_poll(
     assert [r.getMessage() for r in caplog.records if "watcher" in r.getMessage()] == [
         "catalog watcher: OSError: stale NFS handle; still watching"
     ] * 2
+
+
+def test_the_service_counts_each_refused_reload_and_serves_the_next_good_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`panicbot serve` watching a .pbcat: a damaged file and an unexpected error of a reload are each one
+    more `panicbot_catalog_reloads_total{outcome="refused"}`, /readyz still answers with the old catalog,
+    and a good file after them is loaded."""
+    isolate(monkeypatch, "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "PANICBOT_CATALOG", "DISCORD_TOKEN")
+    good, _ = small_prebuilt_bytes(tmp_path)
+    kinds = damaged_kinds(good)
+    path = tmp_path / "catalog.pbcat"
+    path.write_bytes(good)
+    real = live_catalog.build_lookup
+    failing = {"on": False}
+
+    def build_lookup(paths: list[str]) -> object:
+        if failing["on"]:
+            raise MemoryError("no memory left for the index")
+        return real(paths)
+
+    monkeypatch.setattr(live_catalog, "build_lookup", build_lookup)
+
+    async def metric(http: aiohttp.ClientSession, base: str, outcome: str) -> float:
+        async with http.get(f"{base}/metrics") as response:
+            text = await response.text()
+        line = f'panicbot_catalog_reloads_total{{outcome="{outcome}"}} '
+        return next((float(row.removeprefix(line)) for row in text.splitlines() if row.startswith(line)), 0.0)
+
+    async def scenario() -> None:
+        service = Service(settings(panicbot_catalog=str(path), panicbot_catalog_watch_seconds=POLL), [])
+        task, base = await started(service)
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/readyz") as response:
+                records = (await response.json())["records"]
+            renamed_over(path, lambda partial: partial.write_bytes(kinds["pickle frame of 2**50"]))
+            await wait_for_metric(http, base, "refused", 1.0)
+            failing["on"] = True
+            renamed_over(path, lambda partial: partial.write_bytes(good))
+            await wait_for_metric(http, base, "refused", 2.0)
+            async with http.get(f"{base}/readyz") as response:
+                assert response.status == 200 and (await response.json())["records"] == records > 0
+            failing["on"] = False
+            loaded = await metric(http, base, "loaded")
+            renamed_over(path, lambda partial: partial.write_bytes(good))
+            await wait_for_metric(http, base, "loaded", loaded + 1)
+        await stopped(service, task)
+
+    async def wait_for_metric(http: aiohttp.ClientSession, base: str, outcome: str, value: float) -> None:
+        for _ in range(int(20 / POLL)):
+            if await metric(http, base, outcome) >= value:
+                return
+            await asyncio.sleep(POLL)
+        raise AssertionError(f"reloads_total{{{outcome}}} never reached {value}")
+
+    asyncio.run(scenario())
