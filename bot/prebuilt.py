@@ -8,7 +8,8 @@ Layout (offsets are from the first byte after the header line):
     {"format": 2, "fingerprint": ..., ...}\\n  the header, one JSON line
     index section                             pickle (protocol 5) of plain containers, read by a
                                               restricted unpickler
-    records blob                              each record's JSON, concatenated (offsets in the index)
+    records blob                              each record's JSON, concatenated (offsets and a crc32 per
+                                              record in the index)
     suggest section                           pickle of what autocomplete reads of every record (its
                                               message, tags, whether analysed), read on first use
 
@@ -30,6 +31,7 @@ import pickle
 import sys
 import threading
 import weakref
+import zlib
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -47,7 +49,7 @@ from bot.regular_files import NotARegularFile, open_regular
 from bot.releases import ReleaseTable
 
 MAGIC = b"PANICBOT-PREBUILT\n"
-FORMAT_VERSION = 2  # 2: the suggest section
+FORMAT_VERSION = 3  # 2: the suggest section; 3: a crc32 per record
 SUFFIX = ".pbcat"
 # The modules whose objects (or whose way of building them) the index holds.
 FINGERPRINT_MODULES = (
@@ -159,12 +161,15 @@ def prebuilt_bytes(lookup: PanicLookup) -> bytes:
     """The whole prebuilt file of `lookup` (see the module's doc)."""
     records = lookup.matcher.records
     offsets = array("Q", [0])
+    checksums = array("I")
     blob = bytearray()
     names: dict[str | None, int] = {}
     version_codes = array("I")
     for record in records:
-        blob += orjson.dumps(record.model_dump(mode="json"))
+        data = orjson.dumps(record.model_dump(mode="json"))
+        blob += data
         offsets.append(len(blob))
+        checksums.append(zlib.crc32(data))
         version = lookup.dataset_version(record.id)
         version_codes.append(names.setdefault(version, len(names)))
     state = lookup.matcher.export_state()
@@ -179,6 +184,7 @@ def prebuilt_bytes(lookup: PanicLookup) -> bytes:
         "releases": _portable_releases(lookup.catalog.releases),
         "covered": dict(lookup.catalog.covered),
         "record_offsets": offsets,
+        "record_crc32": checksums,
     }
     # What autocomplete reads of every record, apart: read when the first keystroke comes (a Slack-only
     # service never reads it), without validating every record.
@@ -384,9 +390,16 @@ class LazyRecords(Sequence[Record]):
     the index, refused (`PrebuiltError`) instead of answered, and never a crash of a memory-mapped read."""
 
     def __init__(
-        self, handle: IO[bytes], start: int, offsets: array[int], positions: Mapping[str, int], source: str
+        self,
+        handle: IO[bytes],
+        start: int,
+        offsets: array[int],
+        positions: Mapping[str, int],
+        source: str,
+        checksums: array[int],
     ) -> None:
         self._fd = os.dup(handle.fileno())
+        self._checksums = checksums
         self._closer = weakref.finalize(self, os.close, self._fd)
         self._start = start
         self._offsets = offsets
@@ -423,7 +436,12 @@ class LazyRecords(Sequence[Record]):
         start = self._start + self._offsets[index]
         length = self._offsets[index + 1] - self._offsets[index]
         try:
-            record = Record.model_validate_json(os.pread(self._fd, length, start))
+            data = os.pread(self._fd, length, start)
+            if zlib.crc32(data) != self._checksums[index]:
+                # The records blob has no sha256 (it is most of the file, and read a record at a time): a
+                # damaged record would still be JSON, and a card from it a wrong one.
+                raise PrebuiltError(f"{self.source}: record {index} is damaged (its crc32); {REBUILD_HINT}")
+            record = Record.model_validate_json(data)
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             raise PrebuiltError(
                 f"{self.source}: record {index} is corrupt ({exc.__class__.__name__}); {REBUILD_HINT}"
@@ -667,7 +685,7 @@ def _assemble(
     positions = index["positions"]
     if not isinstance(positions, dict):
         raise TypeError("positions")
-    records = LazyRecords(handle, blob_start, offsets, positions, str(path))
+    records = LazyRecords(handle, blob_start, offsets, positions, str(path), index["record_crc32"])
     state = dict(index["matcher"])
     for name in PACKED_FIELDS:
         state[name] = _unpack(state[name])

@@ -64,6 +64,7 @@ INDEX_FIELDS = frozenset(
         "releases",
         "covered",
         "record_offsets",
+        "record_crc32",
     }
 )
 INTEGER_TYPECODES = "bBhHiIlLqQ"
@@ -228,6 +229,7 @@ def check_index(index: object, records: int, blob_length: int) -> None:
     offsets = _array(index["record_offsets"], "record_offsets", length=records + 1, below=blob_length + 1)
     _require(offsets[0] == 0 and offsets[-1] == blob_length, "record_offsets", "do not span the records blob")
     _require(_ascending(offsets, strictly=True), "record_offsets", "not ascending")
+    _array(index["record_crc32"], "record_crc32", length=records)
     positions = index["positions"]
     _require(type(positions) is dict and len(positions) == records, "positions", "not one per record")
     _only(positions, (str,), "positions")

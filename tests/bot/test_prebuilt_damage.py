@@ -54,6 +54,7 @@ def test_the_small_catalog_answers_with_its_releases(small: tuple[bytes, list[st
 @pytest.mark.parametrize(
     "name",
     [
+        "records' text changed",
         "truncated",
         "empty",
         "random bytes",
@@ -79,15 +80,16 @@ def test_each_damaged_kind_is_refused_with_one_line(
 ) -> None:
     path = tmp_path / "damaged.pbcat"
     path.write_bytes(kinds[name])
-    with pytest.raises(PrebuiltError) as refused:
-        answers(read_prebuilt(path), small[1])
+    if name in FOUND_AT_LOOKUP:
+        lookup = read_prebuilt(path)  # nothing the load reads shows it
+        with pytest.raises(PrebuiltError) as refused:
+            answers(lookup, small[1])
+    else:
+        with pytest.raises(PrebuiltError) as refused:
+            read_prebuilt(path)
     message = str(refused.value)
     assert message.startswith(f"{path}: ") and message.endswith("rebuild it with `panicbot catalog build`")
     assert "\n" not in message
-    if name in FOUND_AT_LOOKUP:
-        assert "found when a lookup read it" in message
-    else:
-        assert "found when a lookup read it" not in message, "found late: the load should see it"
 
 
 def test_every_named_kind_is_tested(kinds: dict[str, bytes]) -> None:

@@ -171,9 +171,9 @@ HUGE_BYTEARRAY = b"\x80\x05\x96" + (2**50).to_bytes(8, "little") + b"xx."  # BYT
 HUGE_LIST = b"\x80\x05(" + b"K\x01" * 100 + b"\x8e" + (2**44).to_bytes(8, "little") + b"l."
 
 
-# The kinds a load cannot see (release table rows are kept as text, parsed when a lookup first needs them):
-# the lookup that meets them is refused.
-FOUND_AT_LOOKUP = frozenset({"bad release table rows"})
+# The kinds a load cannot see (release table rows are kept as text, parsed when a lookup first needs them;
+# records are read, their crc32 checked, when a lookup needs them): the lookup that meets them is refused.
+FOUND_AT_LOOKUP = frozenset({"bad release table rows", "records' text changed"})
 
 
 def damaged_kinds(good: bytes) -> dict[str, bytes]:
@@ -204,7 +204,20 @@ def damaged_kinds(good: bytes) -> dict[str, bytes]:
             del table._sites[record_id]
             table._pending[record_id] = [("{not json", {})]
 
+    def messages_changed() -> bytes:
+        # Each record's message one letter off: still JSON, still a record, not the one that was built.
+        changed = Parts.of(good)
+        blob = bytearray(changed.blob)
+        key = b'"errorMessage":"'
+        at = blob.find(key)
+        while at >= 0:
+            blob[at + len(key)] = ord("~")
+            at = blob.find(key, at + 1)
+        changed.blob = bytes(blob)
+        return changed.joined()
+
     return {
+        "records' text changed": messages_changed(),
         "truncated": good[: size // 2],
         "empty": b"",
         "random bytes": MAGIC + random.Random(7).randbytes(4096),
@@ -249,6 +262,7 @@ class FuzzResult:
     # Refusals (counted above) where CPython 3.11 also printed CPYTHON_BYTEARRAY_LINE itself (see there).
     cpython_printed: int = 0
     by_kind: Counter[str] = field(default_factory=Counter)
+    other_by_kind: Counter[str] = field(default_factory=Counter)  # the mutations of the other answers
     seconds: float = 0.0
 
     @property
@@ -529,3 +543,4 @@ def _fuzz_run(
         result.right_answers += 1
     else:
         result.other_answers += 1
+        result.other_by_kind[kind] += 1

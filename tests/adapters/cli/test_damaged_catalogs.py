@@ -36,6 +36,7 @@ def one_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 KIND_NAMES = [
+    "records' text changed",
     "truncated",
     "empty",
     "random bytes",

@@ -74,7 +74,7 @@ def test_every_damaged_kind_is_refused_and_the_next_good_file_is_served(
                 if name in FOUND_AT_LOOKUP:
                     # Loaded (nothing at load shows it), then each lookup that meets it is refused.
                     await grown(loaded, before_loaded, f"{name} loaded")
-                    with pytest.raises(PrebuiltError, match="found when a lookup read it"):
+                    with pytest.raises(PrebuiltError, match="rebuild it with"):
                         live.current.answer_json(live.lookup(pastes[0]))
                     before_loaded += 1
                 else:
