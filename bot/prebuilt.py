@@ -8,7 +8,8 @@ Layout (offsets are from the first byte after the header line):
     {"format": 2, "fingerprint": ..., ...}\\n  the header, one JSON line
     index section                             pickle (protocol 5) of plain containers, read by a
                                               restricted unpickler
-    records blob                              each record's JSON, concatenated (offsets in the index)
+    records blob                              each record's JSON, concatenated (offsets and a crc32 per
+                                              record in the index)
     suggest section                           pickle of what autocomplete reads of every record (its
                                               message, tags, whether analysed), read on first use
 
@@ -20,6 +21,7 @@ Any mismatch is a `PrebuiltError`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import io
@@ -29,22 +31,25 @@ import pickle
 import sys
 import threading
 import weakref
+import zlib
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, overload
+from typing import IO, Any, Concatenate, ParamSpec, TypeVar, overload
 
 import orjson
 
 from bot.autocomplete import SuggestFields
 from bot.lookup import PanicLookup
 from bot.matcher import Matcher
+from bot.prebuilt_checks import check_index
 from bot.records import Catalog, Record, gc_paused
+from bot.regular_files import NotARegularFile, open_regular
 from bot.releases import ReleaseTable
 
 MAGIC = b"PANICBOT-PREBUILT\n"
-FORMAT_VERSION = 2  # 2: the suggest section
+FORMAT_VERSION = 3  # 2: the suggest section; 3: a crc32 per record
 SUFFIX = ".pbcat"
 # The modules whose objects (or whose way of building them) the index holds.
 FINGERPRINT_MODULES = (
@@ -91,8 +96,34 @@ class PrebuiltError(Exception):
     """A prebuilt catalog file that cannot be used (stale, foreign, corrupt): one line naming the file."""
 
 
+# What the restricted unpickler raises on crafted bytes (its checks, the allowed constructors given wrong
+# arguments, a counted opcode whose length no memory can hold, CPython's own consistency checks): refusals.
+UNPICKLING_ERRORS = (
+    pickle.UnpicklingError,
+    EOFError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    ImportError,
+    KeyError,
+    IndexError,
+    MemoryError,
+    OverflowError,
+    SystemError,
+    RecursionError,
+)
+
+
+def _said(exc: BaseException) -> str:
+    """An exception in one short line (a crafted pickle can put any text in one)."""
+    text = " ".join(str(exc).split())
+    return f"{exc.__class__.__name__}: {text[:200]}" if text else exc.__class__.__name__
+
+
+@functools.cache
 def code_fingerprint() -> str:
-    """sha256 of the source of FINGERPRINT_MODULES, with the Python version and the machine's array sizes."""
+    """sha256 of the source of FINGERPRINT_MODULES, with the Python version and the machine's array sizes:
+    made once a process (the code it runs is the code it loaded)."""
     digest = hashlib.sha256()
     facts = (sys.version_info[:2], sys.byteorder, array("I").itemsize, array("i").itemsize, FORMAT_VERSION)
     digest.update(repr(facts).encode())
@@ -130,12 +161,15 @@ def prebuilt_bytes(lookup: PanicLookup) -> bytes:
     """The whole prebuilt file of `lookup` (see the module's doc)."""
     records = lookup.matcher.records
     offsets = array("Q", [0])
+    checksums = array("I")
     blob = bytearray()
     names: dict[str | None, int] = {}
     version_codes = array("I")
     for record in records:
-        blob += orjson.dumps(record.model_dump(mode="json"))
+        data = orjson.dumps(record.model_dump(mode="json"))
+        blob += data
         offsets.append(len(blob))
+        checksums.append(zlib.crc32(data))
         version = lookup.dataset_version(record.id)
         version_codes.append(names.setdefault(version, len(names)))
     state = lookup.matcher.export_state()
@@ -150,6 +184,7 @@ def prebuilt_bytes(lookup: PanicLookup) -> bytes:
         "releases": _portable_releases(lookup.catalog.releases),
         "covered": dict(lookup.catalog.covered),
         "record_offsets": offsets,
+        "record_crc32": checksums,
     }
     # What autocomplete reads of every record, apart: read when the first keystroke comes (a Slack-only
     # service never reads it), without validating every record.
@@ -294,6 +329,36 @@ class _RestrictedUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+class _Bounded:
+    """What the unpickler reads: `length` bytes of a buffered section, never more. A read asks for at most
+    what is left, so a crafted frame or opcode length (2**50, 2**63) is a short read, which the unpickler
+    refuses as truncated data, instead of a buffer of that size allocated first."""
+
+    def __init__(self, reader: io.BufferedReader[Any], length: int) -> None:
+        self._reader = reader
+        self._left = length
+
+    def read(self, size: int = -1) -> bytes:
+        size = self._left if size is None or size < 0 else min(size, self._left)
+        data = self._reader.read(size)
+        self._left -= len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        # Every view released on the way out, even on an error: a view left in a traceback would keep the
+        # unpickler's buffer exported when it frees it.
+        with memoryview(buffer) as view, view.cast("B") as flat, flat[: self._left] as part:
+            got = self._reader.readinto(part)
+        self._left -= got
+        return got
+
+    def readline(self, size: int = -1) -> bytes:
+        size = self._left if size is None or size < 0 else min(size, self._left)
+        data = self._reader.readline(size)
+        self._left -= len(data)
+        return data
+
+
 class _Section(io.RawIOBase):
     """`length` bytes of a file from `start`: what the unpickler reads, a frame at a time (never the whole
     section in memory at once)."""
@@ -307,12 +372,12 @@ class _Section(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        wanted = min(len(view), self._left)
-        if wanted <= 0:
-            return 0
-        got = len(data := self._handle.read(wanted))
-        view[:got] = data
+        with memoryview(buffer) as view, view.cast("B") as flat:
+            wanted = min(len(flat), self._left)
+            if wanted <= 0:
+                return 0
+            got = len(data := self._handle.read(wanted))
+            flat[:got] = data
         self._left -= got
         return got
 
@@ -325,9 +390,16 @@ class LazyRecords(Sequence[Record]):
     the index, refused (`PrebuiltError`) instead of answered, and never a crash of a memory-mapped read."""
 
     def __init__(
-        self, handle: IO[bytes], start: int, offsets: array[int], positions: Mapping[str, int], source: str
+        self,
+        handle: IO[bytes],
+        start: int,
+        offsets: array[int],
+        positions: Mapping[str, int],
+        source: str,
+        checksums: array[int],
     ) -> None:
         self._fd = os.dup(handle.fileno())
+        self._checksums = checksums
         self._closer = weakref.finalize(self, os.close, self._fd)
         self._start = start
         self._offsets = offsets
@@ -364,7 +436,12 @@ class LazyRecords(Sequence[Record]):
         start = self._start + self._offsets[index]
         length = self._offsets[index + 1] - self._offsets[index]
         try:
-            record = Record.model_validate_json(os.pread(self._fd, length, start))
+            data = os.pread(self._fd, length, start)
+            if zlib.crc32(data) != self._checksums[index]:
+                # The records blob has no sha256 (it is most of the file, and read a record at a time): a
+                # damaged record would still be JSON, and a card from it a wrong one.
+                raise PrebuiltError(f"{self.source}: record {index} is damaged (its crc32); {REBUILD_HINT}")
+            record = Record.model_validate_json(data)
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             raise PrebuiltError(
                 f"{self.source}: record {index} is corrupt ({exc.__class__.__name__}); {REBUILD_HINT}"
@@ -425,8 +502,8 @@ class SuggestSection:
         try:
             with gc_paused():
                 messages, tags, analysed = _RestrictedUnpickler(io.BytesIO(data)).load()
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
-            raise PrebuiltError(f"{source}: suggest section refused ({exc}); {REBUILD_HINT}") from None
+        except UNPICKLING_ERRORS as exc:
+            raise PrebuiltError(f"{source}: suggest section refused ({_said(exc)}); {REBUILD_HINT}") from None
         count = len(self._records)
         if not (
             isinstance(messages, list)
@@ -454,6 +531,50 @@ class _PositionVersions(Mapping[str, str | None]):
 
     def __len__(self) -> int:
         return len(self._positions)
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _refusing(
+    method: Callable[Concatenate[PrebuiltLookup, _P], _T],
+) -> Callable[Concatenate[PrebuiltLookup, _P], _T]:
+    """`method` of a lookup over a prebuilt file, where any error but the file's own PrebuiltError is the
+    file's damage found late (a part the load does not check: a record's JSON, a release table row parsed
+    on first use), refused as a PrebuiltError naming the file."""
+
+    @functools.wraps(method)
+    def guarded(self: PrebuiltLookup, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except PrebuiltError:
+            raise
+        except Exception as exc:  # whatever the damage makes the code raise, the file is refused
+            raise PrebuiltError(
+                f"{self.source}: damaged, found when a lookup read it ({_said(exc)}); {REBUILD_HINT}"
+            ) from exc
+
+    return guarded
+
+
+class PrebuiltLookup(PanicLookup):
+    """The lookup of a prebuilt file: what its load checked (`bot.prebuilt_checks`) cannot fail a lookup,
+    and damage in what it reads later (records, release table rows, function tables) is a PrebuiltError
+    of the file, as the CLI and the service expect of a refused catalog, never another exception."""
+
+    source: str
+
+    lookup_reading = _refusing(PanicLookup.lookup_reading)
+    site = _refusing(PanicLookup.site)
+    card = _refusing(PanicLookup.card)
+    card_for_record = _refusing(PanicLookup.card_for_record)
+    record = _refusing(PanicLookup.record)
+    suggest = _refusing(PanicLookup.suggest)
+    unmatched = _refusing(PanicLookup.unmatched)
+    answer_json = _refusing(PanicLookup.answer_json)
+    dataset_version = _refusing(PanicLookup.dataset_version)
+    family = _refusing(PanicLookup.family)
 
 
 def _fail(path: Path, why: str) -> PrebuiltError:
@@ -489,11 +610,14 @@ def _section(header: dict[str, Any], name: str, path: Path, body: int, size: int
 
 def read_prebuilt(path: Path | str) -> PanicLookup:
     """The `PanicLookup` a prebuilt file holds, its records read from the file when a lookup needs them.
-    Raises PrebuiltError for a stale, foreign or corrupt file (and for one that cannot be read)."""
+    Raises PrebuiltError for a stale, foreign, corrupt or crafted file, for one that cannot be read, and
+    for a path that is not a regular file (a FIFO, a device, a socket: refused before it is read)."""
     path = Path(path)
     try:
-        with path.open("rb") as handle:
+        with os.fdopen(open_regular(path), "rb") as handle:
             return _read(handle, path)
+    except NotARegularFile as exc:
+        raise PrebuiltError(f"{path}: {exc.strerror}; a prebuilt catalog is a file") from None
     except OSError as exc:
         raise PrebuiltError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
@@ -521,17 +645,20 @@ def _read(handle: IO[bytes], path: Path) -> PanicLookup:
         left -= len(chunk)
     if left or digest.hexdigest() != header.get("index_sha256"):
         raise _fail(path, "corrupt index (its sha256 is not the header's)")
+    records = header.get("records")
+    if type(records) is not int or not 0 < records <= blob_length:
+        raise _fail(path, "corrupt header (records)")
     try:
         with gc_paused():
-            index = _RestrictedUnpickler(
-                io.BufferedReader(_Section(handle, index_start, index_length), 1 << 16)
-            ).load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError) as exc:
-        raise _fail(path, f"index refused ({exc})") from None
+            section = io.BufferedReader(_Section(handle, index_start, index_length), 1 << 16)
+            index = _RestrictedUnpickler(_Bounded(section, index_length)).load()
+    except UNPICKLING_ERRORS as exc:
+        raise _fail(path, f"index refused ({_said(exc)})") from None
     try:
+        check_index(index, records, blob_length)
         suggest = (suggest_start, suggest_length)
         return _assemble(index, handle, path, blob_start, blob_length, header, suggest)
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise _fail(path, f"index not in the expected shape ({exc.__class__.__name__}: {exc})") from None
 
 
@@ -558,7 +685,7 @@ def _assemble(
     positions = index["positions"]
     if not isinstance(positions, dict):
         raise TypeError("positions")
-    records = LazyRecords(handle, blob_start, offsets, positions, str(path))
+    records = LazyRecords(handle, blob_start, offsets, positions, str(path), index["record_crc32"])
     state = dict(index["matcher"])
     for name in PACKED_FIELDS:
         state[name] = _unpack(state[name])
@@ -568,6 +695,9 @@ def _assemble(
     suggest_start, suggest_length = suggest_section
     suggest = SuggestSection(records, suggest_start, suggest_length, header.get("suggest_sha256"))
     names = sorted(name for name in index["version_names"] if name)
-    return PanicLookup.from_prebuilt(
+    lookup = PrebuiltLookup.from_prebuilt(
         catalog, matcher, positions, versions, index["under_review"], suggest, dataset_versions=names
     )
+    assert isinstance(lookup, PrebuiltLookup)
+    lookup.source = str(path)
+    return lookup

@@ -18,6 +18,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bot.merge import merge_catalogs
+from bot.regular_files import read_regular
 from bot.releases import ReleaseTable
 
 if TYPE_CHECKING:
@@ -397,7 +398,7 @@ def _side_row(value: Any, line: int, source: str, catalog: Catalog) -> dict[str,
 
 def _read_file(file: Path, catalog: Catalog) -> None:
     try:
-        data = file.read_bytes()
+        data = read_regular(file)  # a FIFO or a device is refused, never read
     except OSError as exc:
         catalog.errors.append(CatalogProblem(str(file), 0, f"cannot read: {exc.strerror}"))
         catalog.files.append(FileSummary(str(file), errors=1))
@@ -410,7 +411,7 @@ def _read_file(file: Path, catalog: Catalog) -> None:
         side = file.with_name(name)
         if side.is_file():
             try:
-                side_text, side_problem = decode_catalog_bytes(side.read_bytes(), str(side))
+                side_text, side_problem = decode_catalog_bytes(read_regular(side), str(side))
             except OSError as exc:
                 catalog.errors.append(CatalogProblem(str(side), 0, f"cannot read: {exc.strerror}"))
                 continue
@@ -429,7 +430,7 @@ def _read_families_beside(file: Path, catalog: Catalog) -> None:
     if not beside.is_file():
         return
     try:
-        table = parse_families(beside.read_text(encoding="utf-8"), str(beside))
+        table = parse_families(read_regular(beside).decode("utf-8"), str(beside))
     except (OSError, UnicodeDecodeError, FamilyError) as exc:
         catalog.errors.append(CatalogProblem(str(beside), 0, f"bad families file: {exc}"))
         return

@@ -119,9 +119,13 @@ def catalog_paths(cli_paths: Sequence[str] | None, environ: dict[str, str]) -> l
 def open_catalog(paths: Sequence[str], err: Console) -> Catalog:
     """The catalog at `paths` (the embedded data set when none); bad lines are reported, not fatal."""
     from bot.records import default_catalog, load_catalog  # noqa: PLC0415
+    from bot.regular_files import first_irregular_path  # noqa: PLC0415
 
     if not paths:
         return default_catalog()
+    irregular = first_irregular_path(paths)
+    if irregular is not None:
+        raise UsageError(irregular)
     catalog = load_catalog(paths)
     for problem in catalog.errors[:20]:
         err.print(f"[yellow]catalog:[/] {problem}", markup=True, highlight=False)

@@ -5,7 +5,11 @@ or named."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import io
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -36,9 +40,39 @@ def open_prebuilt(paths: Sequence[str]) -> PanicLookup:
             "build one file from all the sources with `panicbot catalog build SRC... -o OUT.pbcat`"
         )
     try:
-        return read_prebuilt(paths[0])
+        with cpython_noise_dropped():
+            return read_prebuilt(paths[0])
     except PrebuiltError as exc:
         raise PrebuiltUsageError(str(exc)) from None
+
+
+# What CPython 3.11 prints itself (PyErr_Print in bytearray's destructor, to sys.stderr), now and then, when
+# a crafted index's BYTEARRAY8 length is more than malloc gives: the load fails with MemoryError all the
+# same and the file is refused with its own line, so this one is dropped (nothing else printed is).
+CPYTHON_BYTEARRAY_LINE = "SystemError: deallocated bytearray object has exported buffers"
+_STDERR_SWAP = threading.Lock()
+
+
+@contextmanager
+def cpython_noise_dropped() -> Iterator[None]:
+    """sys.stderr held while a prebuilt file is read, and written back without CPYTHON_BYTEARRAY_LINE: a
+    refused file is one line. (Logging handlers keep the stream they were given, so service logs are not
+    held; one reader at a time swaps sys.stderr.)"""
+    with _STDERR_SWAP:
+        real = sys.stderr
+        held = io.StringIO()
+        sys.stderr = held
+        try:
+            yield
+        finally:
+            sys.stderr = real
+            kept = [
+                line
+                for line in held.getvalue().splitlines(keepends=True)
+                if line.strip() != CPYTHON_BYTEARRAY_LINE
+            ]
+            if kept:
+                real.write("".join(kept))
 
 
 def refuse_prebuilt(paths: Sequence[str], command: str) -> None:

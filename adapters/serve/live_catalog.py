@@ -33,6 +33,7 @@ from adapters.default_cache import open_default_lookup
 from adapters.serve.logs import log_summary
 from bot import Card, Lookup, LookupResult, Match, Matcher, PanicLookup, PasteReading, Record
 from bot.records import Catalog, catalog_files, load_catalog
+from bot.regular_files import first_irregular_path
 
 log = logging.getLogger("panicbot.catalog")
 
@@ -51,7 +52,10 @@ class LoadReport:
 def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
     """A PanicLookup over `paths` (the embedded data set when empty); bad lines are reported, not fatal.
     A prebuilt catalog (`.pbcat`, named alone) is loaded as built: a refused one (stale, damaged) is a
-    CatalogLoadError saying why."""
+    CatalogLoadError saying why, as is a path that names a FIFO, a device or a socket (never opened)."""
+    irregular = first_irregular_path(paths)
+    if irregular is not None:
+        raise CatalogLoadError(irregular)
     if any(is_prebuilt_path(path) for path in paths):
         try:
             lookup = open_prebuilt(paths)
@@ -72,19 +76,22 @@ def build_lookup(paths: Sequence[str]) -> tuple[PanicLookup, LoadReport]:
     return PanicLookup(catalog), LoadReport(len(catalog.entries), problems, list(paths))
 
 
-def _fingerprint(paths: Sequence[str]) -> tuple[tuple[str, float, int], ...]:
-    """What changes when a catalog file is edited, added or removed."""
+def _fingerprint(paths: Sequence[str]) -> tuple[tuple[str, int, int, int, int], ...]:
+    """What changes when a catalog file is edited, added, removed or replaced (renamed over, by a file or
+    by something that is not one: a FIFO, a device, which a reload then refuses)."""
     found = []
     for raw in paths:
         path = Path(raw)
-        files = catalog_files(path)
+        try:
+            files = catalog_files(path)
+        except OSError:
+            continue
         for file in files:
             try:
                 stat = file.stat()
             except OSError:
                 continue
-            if file.is_file():
-                found.append((str(file), stat.st_mtime, stat.st_size))
+            found.append((str(file), stat.st_mtime_ns, stat.st_size, stat.st_ino, stat.st_mode))
     return tuple(found)
 
 
@@ -348,11 +355,15 @@ class LiveLookup(Lookup):
                     self._release(refused, "refused catalog")
                 else:
                     gc.freeze()
-        except (CatalogLoadError, OSError) as exc:
+        except Exception as exc:  # whatever a file makes a reload raise, it is refused
+            # A refusal, whatever it is: a CatalogLoadError says why; anything else (a damaged file that
+            # got past the reader's checks, no memory left) is named by its class. The old catalog keeps
+            # serving and the watcher waits for the next change.
             self._fingerprint = _fingerprint(self.paths)
             if self._on_refused is not None:
                 self._on_refused()
-            log.error("catalog reload failed, still serving the previous catalog: %s", exc)
+            why = str(exc) if isinstance(exc, CatalogLoadError | OSError) else f"{type(exc).__name__}: {exc}"
+            log.error("catalog reload failed, still serving the previous catalog: %s", why)
             return False
         if report.problems:
             # A file caught mid-save or a bad edit: serving it would silently drop records. Remember the
@@ -425,9 +436,12 @@ class LiveLookup(Lookup):
         """Reload when a catalog file changes (polled: works on every filesystem, mounts included)."""
         while True:
             await asyncio.sleep(interval)
-            if self.changed_on_disk():
-                log.info("catalog files changed on disk: reloading")
-                await asyncio.to_thread(self.reload)
+            try:
+                if self.changed_on_disk():
+                    log.info("catalog files changed on disk: reloading")
+                    await asyncio.to_thread(self.reload)
+            except Exception as exc:  # the watcher never dies: the next change is tried
+                log.error("catalog watcher: %s: %s; still watching", type(exc).__name__, exc)
 
     def install_sighup(self, loop: asyncio.AbstractEventLoop) -> None:
         """`kill -HUP` reloads; the build runs in a thread so replies keep flowing meanwhile."""
