@@ -9,10 +9,9 @@ import pytest
 from bot.harvest import record_id
 from bot.lookup import PanicLookup
 from bot.records import default_catalog
+from tests.bot.test_service_releases import REGISTRY, paste
 
 BURN = "tracel-ai/burn"
-REGISTRY = "/home/dev/.cargo/registry/src/index.crates.io-6f17d22bba15001f"
-NOTE = "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
 # v0.3.0's commit: a git dependency on that release is checked out at it.
 V0_3_0 = "df95fc38ae3abb982887879f80a556aa76ebde36"
 
@@ -20,10 +19,6 @@ V0_3_0 = "df95fc38ae3abb982887879f80a556aa76ebde36"
 @pytest.fixture(scope="module")
 def service() -> PanicLookup:
     return PanicLookup(default_catalog())
-
-
-def paste(location: str, message: str) -> str:
-    return f"thread 'main' panicked at {location}:\n{message}\n{NOTE}\n"
 
 
 def test_a_burn_tensor_0_8_0_paste_gets_the_record_every_release_shares(service: PanicLookup) -> None:
