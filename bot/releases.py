@@ -116,9 +116,8 @@ class Release:
     date: str
     crates: Mapping[str, str]
     order: int  # among the repository's releases, oldest first
-    path_prefix: str = (
-        ""  # what the catalog puts before this release's paths (`crates/`: see `repository_path`)
-    )
+    # What the catalog puts before this release's paths (`crates/` for Burn before v0.13: `repository_path`).
+    path_prefix: str = ""
 
     def repository_path(self, path: str) -> str:
         """The catalog path `path` as this release's tree has it: what a link to the file at it names."""
