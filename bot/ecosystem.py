@@ -25,7 +25,7 @@ from bot.harvest import (
     slug,
 )
 from bot.records import Record
-from bot.releases import version_key
+from bot.releases import repository_path, version_key
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,23 @@ class Source:
     sha: str
     date: str  # the commit's ISO date: releases of a repo are ordered by it
     paths: tuple[str, ...] = ()  # folders harvested (empty: the whole tree)
+    # What the catalog puts before this release's paths: Burn before v0.13 kept its crates at the top level
+    # (`burn-tensor/src/x.rs`), filed under `crates/` as in later releases, so that a site that did not
+    # change is one record over every release.
+    path_prefix: str = ""
 
     @property
     def link_ref(self) -> str:
         """What a GitHub link names: the tag, or the commit."""
         return self.ref or self.sha
+
+    def catalog_path(self, path: str) -> str:
+        """The catalog's path of a file of this release (`burn-tensor/src/x.rs`: `crates/burn-tensor/...`)."""
+        return self.path_prefix + path
+
+    def repository_path(self, path: str) -> str:
+        """The file's path in this release's tree (a link to it must name that one)."""
+        return repository_path(path, self.path_prefix)
 
 
 @dataclass(frozen=True)
@@ -110,15 +122,16 @@ def build_ecosystem(harvests: Iterable[ReleaseHarvest], dataset_version: str) ->
         for path in sorted(harvest.crates):
             name, version = harvest.crates[path]
             crates_here[name] = version
-        release_rows.append(
-            {
-                "repo": source.repo,
-                "ref": source.ref,
-                "sha": source.sha,
-                "date": source.date,
-                "crates": dict(sorted(crates_here.items())),
-            }
-        )
+        release_row: dict[str, Any] = {
+            "repo": source.repo,
+            "ref": source.ref,
+            "sha": source.sha,
+            "date": source.date,
+            "crates": dict(sorted(crates_here.items())),
+        }
+        if source.path_prefix:
+            release_row["pathPrefix"] = source.path_prefix
+        release_rows.append(release_row)
         for site in harvest.sites:
             path = normalise_path(site.file_path)
             key = (source.repo, path, site.message)
@@ -151,7 +164,7 @@ def build_ecosystem(harvests: Iterable[ReleaseHarvest], dataset_version: str) ->
                 severity="error",
                 filePath=path,
                 lineNumber=site.line,
-                githubUrl=github_url(repo, source.link_ref, path, site.line),
+                githubUrl=github_url(repo, source.link_ref, source.repository_path(path), site.line),
                 tags=site_tags(path, repo, site.kind),
                 backgroundTag=BACKGROUND_TAGS[site.kind],
                 analyzedSha=source.sha,

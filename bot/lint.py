@@ -12,6 +12,7 @@ from bot.example_check import ExampleChecker, own_code_names, parse_rust, rust_b
 from bot.families import FACTS, FamilyTable
 from bot.patterns import is_valid_pattern, match_record, record_key
 from bot.records import Catalog, CatalogEntry, Record
+from bot.releases import ReleaseTable
 from bot.rust_messages import specificity, split_format_string
 
 ERROR, WARNING = "error", "warning"
@@ -220,7 +221,16 @@ def _crate_of(path: str | None) -> str | None:
     return parts[1] if len(parts) > 2 and parts[0] == "crates" else None
 
 
-def _link_findings(entry: CatalogEntry) -> Iterable[Finding]:
+def _linked_path(record_path: str, repo: str, ref: str, releases: ReleaseTable | None) -> str:
+    """The record's file as the linked release's tree has it (Burn before v0.13 kept its crates at the top
+    level: the catalog's `crates/burn-tensor/src/x.rs` is `burn-tensor/src/x.rs` at v0.8.0)."""
+    for release in releases.releases.get(repo, ()) if releases is not None else ():
+        if ref in (release.ref, release.sha):
+            return release.repository_path(record_path)
+    return record_path
+
+
+def _link_findings(entry: CatalogEntry, releases: ReleaseTable | None = None) -> Iterable[Finding]:
     record = entry.record
     if record.githubUrl:
         link = _GITHUB_BLOB.match(record.githubUrl)
@@ -229,12 +239,13 @@ def _link_findings(entry: CatalogEntry) -> Iterable[Finding]:
         elif link is None and record.githubUrl.startswith("https://github.com/"):
             yield _finding(entry, WARNING, "url-shape", "githubUrl is not a GitHub blob link")
         elif link is not None:  # another https link (a std error's documentation) has nothing to compare
-            if record.filePath and link.group("path") != record.filePath:
+            expected = _linked_path(record.filePath or "", link.group("repo"), link.group("ref"), releases)
+            if record.filePath and link.group("path") != expected:
                 yield _finding(
                     entry,
                     ERROR,
                     "url-path",
-                    f"githubUrl points at {link.group('path')}, not {record.filePath}",
+                    f"githubUrl points at {link.group('path')}, not {expected}",
                 )
             ref = link.group("ref")
             # A tag or branch link (`blob/v0.19.4/...`) names no commit to compare.
@@ -399,8 +410,10 @@ def lint_catalog(
     findings: list[Finding] = []
     checker = ExampleChecker(api, catalog.releases) if api else None
     for entry in catalog.entries:
-        for check in (_pattern_findings, _analysis_findings, _link_findings, _version_findings):
-            findings.extend(check(entry))
+        findings.extend(_pattern_findings(entry))
+        findings.extend(_analysis_findings(entry))
+        findings.extend(_link_findings(entry, catalog.releases))
+        findings.extend(_version_findings(entry))
         findings.extend(_subject_findings(entry, catalog))
         if checker is not None:
             findings.extend(_code_findings(entry, checker))

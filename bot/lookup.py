@@ -751,15 +751,17 @@ def pasted_site(
                 if named
                 else f"The paste names no release: the lines are those of {release.name}."
             )
+        # The file as that release's tree has it (Burn's crates sat at the top level before v0.13).
+        tree_path = release.repository_path(path)
         return AnswerSite(
             repo=repo,
             crate=crate_name,
             version=crate_version,
             release=release.name,
-            file=path,
+            file=tree_path,
             line=location.line,
             function=function.qualified if function else _frame_function(panic),
-            url=github_url(repo, ref, path, location.line) if location.line else None,
+            url=github_url(repo, ref, tree_path, location.line) if location.line else None,
             in_pasted_release=True if pasted and function is not None else None,
             note=note,
         )
@@ -868,14 +870,16 @@ def answer_site(
     site_line = chosen.line
     own_line = not (in_pasted or guessed) and record.lineNumber in (None, chosen.line)
     url = anchored(record.githubUrl or "", chosen.line) if own_line else None
-    if not url and file:
-        url = github_url(repo, release_ref, file, chosen.line)
+    # The file as the chosen release's tree has it (Burn's crates sat at the top level before v0.13).
+    tree_path = chosen.release.repository_path(file) if file else file
+    if not url and tree_path:
+        url = github_url(repo, release_ref, tree_path, chosen.line)
     return AnswerSite(
         repo=repo,
         crate=crate,
         version=version,
         release=chosen.release.name,
-        file=file,
+        file=tree_path,
         line=site_line,
         function=_function_name(chosen),
         url=url,

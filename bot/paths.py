@@ -12,6 +12,12 @@ _VENDORED = re.compile(r"(?:^|/)vendor/(?P<crate>[A-Za-z0-9_-]+?)(?:-\d+\.\d+\.\
 _DRIVE = re.compile(r"^[A-Za-z]:/")
 # A path pasted from a crate's folder on: `burn-fusion/src/stream/x.rs` (a dashed crate name, then `src/`).
 _CRATE_FOLDER = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+/src/")
+# A Burn crate at the top level of a Burn checkout, as Burn had them before v0.13 (`crates/` came then):
+# a clone `.../burn/burn-tensor/src/x.rs`, a git dependency `git/checkouts/burn-<hash>/<rev>/burn-core/...`.
+_TOP_LEVEL_BURN_CRATE = re.compile(
+    r"(?:^|/)(?:burn|git/checkouts/burn-[0-9a-f]{8,}/[0-9a-f]{7,40})"
+    r"/(?P<crate>burn(?:-[a-z0-9]+)*)/(?P<rest>src/.+)$"
+)
 
 
 def canonical_path(raw: str) -> str:
@@ -20,6 +26,7 @@ def canonical_path(raw: str) -> str:
     `.../registry/src/<index>/burn-autodiff-0.19.0/src/ops/x.rs` -> `crates/burn-autodiff/src/ops/x.rs`
     `.cargo/git/checkouts/burn-<hash>/<rev>/crates/...` -> `crates/...`
     `burn-fusion/src/stream/x.rs` -> `crates/burn-fusion/src/stream/x.rs`
+    `/home/me/burn/burn-tensor/src/x.rs` (Burn before v0.13) -> `crates/burn-tensor/src/x.rs`
     """
     path = raw.strip().strip("'\"`").replace("\\", "/")
     path = re.sub(r"/{2,}", "/", path)
@@ -36,6 +43,9 @@ def canonical_path(raw: str) -> str:
     last = ("/" + path).rfind("/crates/")
     if last >= 0 and path[last:].count("/") >= 2:
         return path[last:]
+    top_level = _TOP_LEVEL_BURN_CRATE.search(path)
+    if top_level:
+        return f"crates/{top_level.group('crate')}/{top_level.group('rest')}"
     path = path.removeprefix("./")
     if _CRATE_FOLDER.match(path):
         return f"crates/{path}"

@@ -6,6 +6,7 @@ Text and rows in, answers out: the catalog loader hands over the side-table rows
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -99,6 +100,12 @@ def hints_in_text(text: str) -> list[VersionHint]:
 # ---- The side table -----------------------------------------------------------------------------------
 
 
+def repository_path(path: str, prefix: str) -> str:
+    """A catalog path as a release whose paths the catalog files under `prefix` has it in its tree
+    (`crates/burn-tensor/src/x.rs` is `burn-tensor/src/x.rs` in Burn before v0.13)."""
+    return path.removeprefix(prefix) if prefix and path.startswith(prefix) else path
+
+
 @dataclass(frozen=True)
 class Release:
     """One harvested release of a repository: its ref (tag or commit), commit and crate versions."""
@@ -109,6 +116,12 @@ class Release:
     date: str
     crates: Mapping[str, str]
     order: int  # among the repository's releases, oldest first
+    # What the catalog puts before this release's paths (`crates/` for Burn before v0.13: `repository_path`).
+    path_prefix: str = ""
+
+    def repository_path(self, path: str) -> str:
+        """The catalog path `path` as this release's tree has it: what a link to the file at it names."""
+        return repository_path(path, self.path_prefix)
 
     @property
     def is_tag(self) -> bool:
@@ -244,12 +257,13 @@ class ReleaseTable:
             known = {release.ref: release for release in self.releases.get(repo, [])}
             for item in items:
                 crates = {str(k): str(v) for k, v in dict(item.get("crates") or {}).items()}
+                prefix = str(item.get("pathPrefix") or "")
                 known[str(item["ref"])] = Release(
-                    repo, str(item["ref"]), str(item["sha"]), str(item["date"]), crates, 0
+                    repo, str(item["ref"]), str(item["sha"]), str(item["date"]), crates, 0, prefix
                 )
             ordered = sorted(known.values(), key=_release_order)
             self.releases[repo] = [
-                Release(r.repo, r.ref, r.sha, r.date, r.crates, index) for index, r in enumerate(ordered)
+                dataclasses.replace(release, order=index) for index, release in enumerate(ordered)
             ]
             for release in self.releases[repo]:
                 for crate in release.crates:

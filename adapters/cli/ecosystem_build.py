@@ -34,7 +34,7 @@ from bot.harvest import (
     normalise_path,
 )
 from bot.records import Record
-from bot.releases import version_key
+from bot.releases import repository_path, version_key
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 SOURCES_FILE = Path(__file__).resolve().parents[2] / "bot" / "data" / "ecosystem-sources.toml"
@@ -53,7 +53,7 @@ HARVESTED_PATHS: dict[str, tuple[str, ...]] = {
 }
 # Programs of a repository's own (model checks, ONNX test suites, build tooling) that no user's program links.
 EXCLUDED_FOLDERS = frozenset({"model-checks", "onnx-tests", "xtask", "burn-book", "backend-comparison"})
-OLDEST_BURN = (0, 13, 0)
+OLDEST_BURN = (0, 3, 0)  # the first tag of the local history
 BURN_COMMIT = "2c06be351006851d42fdb6df16b976f4a82d9747"  # the commit ../shared/data was harvested at
 # Dependencies read from Burn's (and cubecl's) Cargo.toml at each harvested release.
 DEPENDENCIES = {"wgpu": "gfx-rs/wgpu", "ndarray": "rust-ndarray/ndarray", "tch": "LaurentMazare/tch-rs"}
@@ -89,7 +89,7 @@ class GitRepository:
         out = self.run("log", "-1", "--format=%H %ct", f"{ref}^{{commit}}")
         sha, seconds = out.strip().split(" ", 1)
         # UTC whatever the machine's zone: the sources file must not depend on where it was written.
-        return sha, datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        return sha, datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def files(self, sha: str, paths: Sequence[str]) -> list[tuple[str, str]]:
         """(path, blob id) of every file under `paths` at commit `sha`, sorted by path."""
@@ -188,12 +188,18 @@ class HarvestCache:
 
 
 def harvest_release(repository: GitRepository, source: Source, cache: HarvestCache) -> ReleaseHarvest:
+    """The sites, crates, functions and API of one release, every path as the catalog files it
+    (`source.catalog_path`: Burn's top-level crates of before v0.13 under `crates/`)."""
     paths = source.paths or (".",)
-    crates = crate_versions(repository, source.sha)
+    crates = {
+        source.catalog_path(folder) if folder else folder: crate
+        for folder, crate in crate_versions(repository, source.sha).items()
+    }
     harvested: list[tuple[str, FileHarvest]] = []
     blobs: dict[str, str] = {}
     test_paths: set[str] = set()
-    for path, blob in repository.files(source.sha, paths):
+    for tree_path, blob in repository.files(source.sha, paths):
+        path = source.catalog_path(tree_path)
         if (
             not path.endswith(".rs")
             or is_skipped_path(path)
@@ -255,6 +261,7 @@ def read_sources(path: Path) -> tuple[list[Source], list[dict[str, str]]]:
             sha=str(item["sha"]),
             date=str(item["date"]),
             paths=tuple(str(p) for p in item.get("paths", ())),
+            path_prefix=str(item.get("path_prefix", "")),
         )
         for item in data.get("source", [])
     ]
@@ -271,6 +278,8 @@ def write_sources(path: Path, sources: Sequence[Source], missing: Sequence[Mappi
         "# Every release the embedded ecosystem catalog (bot/data/ecosystem.*) is harvested from.",
         "# Written by `panicbot catalog ecosystem sources`; read by `panicbot catalog ecosystem build`.",
         "# ref: the tag, or the commit sha when the release has no tag here; date: the commit's date.",
+        "# paths: the folders harvested; path_prefix: what the catalog puts before their paths (Burn",
+        "# before v0.13 kept its crates at the top level: `burn-core/src/x.rs` is `crates/burn-core/...`).",
         "",
     ]
     for source in sources:
@@ -281,8 +290,10 @@ def write_sources(path: Path, sources: Sequence[Source], missing: Sequence[Mappi
             f"sha = {_toml_string(source.sha)}",
             f"date = {_toml_string(source.date)}",
             "paths = [" + ", ".join(_toml_string(p) for p in source.paths) + "]",
-            "",
         ]
+        if source.path_prefix:
+            lines.append(f"path_prefix = {_toml_string(source.path_prefix)}")
+        lines.append("")
     for item in missing:
         lines.append("[[unavailable]]")
         lines += [f"{key} = {_toml_string(value)}" for key, value in item.items()]
@@ -347,21 +358,44 @@ def _dependency_ref(repository: GitRepository, repo: str, version: str) -> str |
     return _version_bump_commit(repository, full)
 
 
+def burn_layout(repository: GitRepository, sha: str) -> tuple[tuple[str, ...], str]:
+    """The folders to harvest at a Burn commit and what the catalog puts before their paths: `crates/`
+    as it is from v0.13 on; before, the crates sat at the top level (`burn-tensor/`, `burn-core/`, ...):
+    those folders, filed under `crates/` (where v0.13 moved them)."""
+    top = repository.run("ls-tree", "--full-tree", sha).splitlines()
+    folders = [line.partition("\t")[2] for line in top if line.split(" ", 2)[1:2] == ["tree"]]
+    if "crates" in folders:
+        return HARVESTED_PATHS[BURN], ""
+    with_manifest = {
+        path.partition("/")[0]
+        for path, _ in repository.files(sha, [f"{folder}/Cargo.toml" for folder in folders])
+    }
+    crates = tuple(
+        folder
+        for folder in folders
+        if folder.startswith("burn") and folder in with_manifest and folder not in EXCLUDED_FOLDERS
+    )
+    return crates, "crates/"
+
+
 def resolve_sources(repositories: Mapping[str, GitRepository]) -> tuple[list[Source], list[dict[str, str]]]:
-    """The release selection: Burn's release tags from v0.13.0 (pre-releases too) and the data set's
+    """The release selection: Burn's release tags from v0.3.0 (pre-releases too) and the data set's
     commit; every tag of cubecl, cubek and burn-onnx (and their newest commit); and the wgpu, ndarray and
     tch releases that those Burn and cubecl releases depend on."""
     sources: list[Source] = []
     missing: list[dict[str, str]] = []
 
-    def add(repo: str, ref: str, sha: str, date: str) -> None:
+    def add(
+        repo: str, ref: str, sha: str, date: str, layout: tuple[tuple[str, ...], str] | None = None
+    ) -> None:
+        paths, prefix = layout or (HARVESTED_PATHS[repo], "")
         for index, known in enumerate(sources):
             if known.repo == repo and known.sha == sha:
                 if sha not in (ref, known.ref) and version_key(ref) > version_key(known.ref):
                     # Two tags on one commit (cubecl's v0.7.1 and v0.8.0): the release is the newer one.
-                    sources[index] = Source(repo, ref, sha, date, HARVESTED_PATHS[repo])
+                    sources[index] = Source(repo, ref, sha, date, paths, prefix)
                 return
-        sources.append(Source(repo, ref, sha, date, HARVESTED_PATHS[repo]))
+        sources.append(Source(repo, ref, sha, date, paths, prefix))
 
     burn = repositories[BURN]
     burn_tags = [
@@ -370,9 +404,10 @@ def resolve_sources(repositories: Mapping[str, GitRepository]) -> tuple[list[Sou
         if re.fullmatch(r"v\d+\.\d+\.\d+(?:-pre\.\d+)?", tag) and version_key(tag)[:3] >= OLDEST_BURN
     ]
     for tag in sorted(burn_tags, key=version_key):
-        add(BURN, tag, *burn.commit(tag))
+        sha, date = burn.commit(tag)
+        add(BURN, tag, sha, date, burn_layout(burn, sha))
     sha, date = burn.commit(BURN_COMMIT)
-    add(BURN, sha, sha, date)
+    add(BURN, sha, sha, date, burn_layout(burn, sha))
     wanted: dict[str, set[str]] = {}
     for source in list(sources):
         for name, versions in dependency_versions(burn.run("show", f"{source.sha}:Cargo.toml")).items():
@@ -475,8 +510,10 @@ def removal_rows(
     has it and the next one, that took its message out of the file (short sha, subject, pull request
     number when the subject names one). Facts only: no diff text."""
     order: dict[str, list[tuple[str, str]]] = {}
+    prefixes: dict[tuple[str, str], str] = {}
     for row in releases:
         order.setdefault(str(row["repo"]), []).append((str(row["ref"]), str(row["sha"])))
+        prefixes[(str(row["repo"]), str(row["ref"]))] = str(row.get("pathPrefix") or "")
     position = {(repo, ref): index for repo, refs in order.items() for index, (ref, _) in enumerate(refs)}
     logs: dict[tuple[str, str, str, str], list[tuple[str, str]]] = {}
     rows: list[dict[str, Any]] = []
@@ -491,14 +528,18 @@ def removal_rows(
             continue
         (last_ref, last_sha), (gone_ref, gone_sha) = order[repo][last], order[repo][last + 1]
         repository = repositories[repo]
+        # The file's path in each of the two trees (Burn's crates moved under `crates/` in v0.13).
+        tree_paths = tuple(
+            dict.fromkeys(repository_path(path, prefixes[(repo, ref)]) for ref in (last_ref, gone_ref))
+        )
         key = (repo, path, last_sha, gone_sha)
         if key not in logs:
             out = repository.run(
-                "log", "--format=%H%x1f%s", "--reverse", f"{last_sha}..{gone_sha}", "--", path
+                "log", "--format=%H%x1f%s", "--reverse", f"{last_sha}..{gone_sha}", "--", *tree_paths
             )
             pairs = (line.partition("\x1f") for line in out.splitlines())
             logs[key] = [(sha, subject) for sha, mark, subject in pairs if mark]
-        found = _first_without(repository, logs[key], path, needle)
+        found = _first_without(repository, logs[key], tree_paths, needle)
         if found is None:
             continue
         sha, subject = found
@@ -517,15 +558,19 @@ def removal_rows(
     return sorted(rows, key=lambda row: str(row["id"]))
 
 
-def _holds(repository: GitRepository, commit: str, path: str, needle: str) -> bool:
-    try:
-        return needle in repository.read(f"{commit}:{path}").decode("utf-8", "replace")
-    except GitError:
-        return False  # the file is gone at that commit
+def _holds(repository: GitRepository, commit: str, paths: Sequence[str], needle: str) -> bool:
+    """Whether the file, at any of its paths, holds `needle` at `commit`."""
+    for path in paths:
+        try:
+            if needle in repository.read(f"{commit}:{path}").decode("utf-8", "replace"):
+                return True
+        except GitError:
+            continue  # the file is not (or no longer) at this path at that commit
+    return False
 
 
 def _first_without(
-    repository: GitRepository, commits: Sequence[tuple[str, str]], path: str, needle: str
+    repository: GitRepository, commits: Sequence[tuple[str, str]], paths: Sequence[str], needle: str
 ) -> tuple[str, str] | None:
     """The first commit (oldest first) after which the file no longer holds `needle` (binary search: a
     message taken out stays out within one release's commits, nearly always)."""
@@ -533,7 +578,7 @@ def _first_without(
     found = None
     while low <= high:
         middle = (low + high) // 2
-        if _holds(repository, commits[middle][0], path, needle):
+        if _holds(repository, commits[middle][0], paths, needle):
             low = middle + 1
         else:
             found, high = commits[middle], middle - 1

@@ -67,3 +67,26 @@ def test_a_path_pasted_from_its_crate_folder_on_gets_its_crates_folder() -> None
         "-burn/src/a.rs",
     ):
         assert canonical_path(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "/home/ana/burn/burn-tensor/src/tensor/shape.rs",
+        "C:\\Users\\ana\\burn\\burn-tensor\\src\\tensor\\shape.rs",
+        "/home/ana/.cargo/git/checkouts/burn-178c6829e5d8c7a0/df95fc3/burn-tensor/src/tensor/shape.rs",
+        "/home/ana/.cargo/registry/src/index.crates.io-6f17d22bba15001f/burn-tensor-0.3.0/src/tensor/shape.rs",
+    ],
+)
+def test_burn_s_top_level_crates_of_before_0_13_get_their_crates_folder(raw: str) -> None:
+    assert canonical_path(raw) == "crates/burn-tensor/src/tensor/shape.rs"
+
+
+def test_only_a_burn_checkout_s_burn_crates_are_moved_under_crates() -> None:
+    for kept in (
+        "/home/ana/burn-demo/src/main.rs",  # a project of one's own named burn-something
+        "/home/ana/burn/examples/mnist/src/main.rs",
+        "/home/ana/myburn/burn-x/src/a.rs",
+        "/home/ana/.cargo/git/checkouts/wgpu-178c6829e5d8c7a0/df95fc3/wgpu-core/src/lib.rs",
+    ):
+        assert canonical_path(kept) == kept

@@ -26,6 +26,8 @@ _USERS = ["ana", "dev", "jsmith", "runner", "ubuntu", "mlee"]
 # The Burn releases the held-out set is drawn from (v0.14 to v0.21, pre-releases included), and the
 # dependency releases those Burn releases pulled in.
 BURN_OLDEST, BURN_NEWEST = (0, 14, 0), (0, 21, 99)
+# `window="pre-0.13"`: Burn's releases from before its crates moved under `crates/` (v0.3.0 to v0.12.1) only.
+WINDOWS = {"default": (BURN_OLDEST, BURN_NEWEST), "pre-0.13": ((0, 0, 0), (0, 12, 99))}
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,28 @@ class ReleaseCase:
             "accepted_ids": sorted(self.accepted_ids),
         }
 
+    @classmethod
+    def from_json(cls, row: dict[str, object]) -> ReleaseCase:
+        """A case `to_json` wrote."""
+        ids = row["accepted_ids"]
+        return cls(
+            text=str(row["text"]),
+            fmt=str(row["fmt"]),
+            repo=str(row["repo"]),
+            release=str(row["release"]),
+            crate=str(row["crate"]),
+            version=str(row["version"]),
+            message=str(row["message"]),
+            file_path=str(row["file"]),
+            accepted_ids=frozenset(str(i) for i in ids) if isinstance(ids, list) else frozenset(),
+        )
 
-def _in_window(release: Release) -> bool:
+
+def _in_window(release: Release, window: str = "default") -> bool:
+    oldest, newest = WINDOWS[window]
     if release.repo != "tracel-ai/burn" or not release.is_tag:
-        return release.repo != "tracel-ai/burn"
-    return BURN_OLDEST <= version_key(release.ref)[:3] <= BURN_NEWEST
+        return release.repo != "tracel-ai/burn" and window == "default"
+    return oldest <= version_key(release.ref)[:3] <= newest
 
 
 def _crate_relative(file_path: str) -> str:
@@ -80,7 +99,9 @@ def _location(fmt: str, site: Site, file_path: str, rng: random.Random) -> str:
     if fmt == "git-checkout":
         name = site.release.repo.rsplit("/", 1)[-1]
         checkout = f"{name}-{rng.getrandbits(64):016x}/{site.release.sha[:7]}"
-        return f"/home/{user}/.cargo/git/checkouts/{checkout}/{file_path}:{where}"
+        # The file where that release's tree has it (Burn's crates sat at the top level before v0.13).
+        tree_path = site.release.repository_path(file_path)
+        return f"/home/{user}/.cargo/git/checkouts/{checkout}/{tree_path}:{where}"
     index = rng.choice(_CRATES_IO)
     return (
         f"C:\\Users\\{user}\\.cargo\\registry\\src\\{index}\\{crate}-{version}\\"
@@ -108,9 +129,11 @@ def _paste(fmt: str, location: str, message: str, site: Site, rng: random.Random
     return f"thread 'main' panicked at {location}:\n{message}\n{NOTE}"
 
 
-def release_cases(catalog: Catalog, seed: int = 0, count: int = 320) -> list[ReleaseCase]:
-    """`count` pastes: sites drawn evenly over the releases in the window (Burn v0.14 to v0.21 and the
-    dependency releases), a format each."""
+def release_cases(
+    catalog: Catalog, seed: int = 0, count: int = 320, window: str = "default"
+) -> list[ReleaseCase]:
+    """`count` pastes: sites drawn evenly over the releases in the window (`default`: Burn v0.14 to v0.21
+    and the dependency releases; `pre-0.13`: Burn v0.3.0 to v0.12.1), a format each."""
     rng = random.Random(seed)
     records = {entry.record.id: entry.record for entry in catalog.entries}
     covering: dict[str, set[str]] = {}
@@ -121,7 +144,7 @@ def release_cases(catalog: Catalog, seed: int = 0, count: int = 320) -> list[Rel
         if record_id not in records:
             continue
         for site in sites:
-            if _in_window(site.release) and site.crate and site.version and site.kind:
+            if _in_window(site.release, window) and site.crate and site.version and site.kind:
                 by_release.setdefault((site.release.repo, site.release.ref), []).append((record_id, site))
     releases = sorted(by_release)
     cases: list[ReleaseCase] = []
@@ -157,9 +180,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--count", type=int, default=320)
+    parser.add_argument("--window", choices=sorted(WINDOWS), default="default")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    cases = release_cases(default_catalog(), args.seed, args.count)
+    cases = release_cases(default_catalog(), args.seed, args.count, args.window)
     lines = [json.dumps(case.to_json(), ensure_ascii=False) for case in cases]
     if args.out:
         args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")

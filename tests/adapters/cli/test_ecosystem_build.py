@@ -31,6 +31,7 @@ from adapters.cli.main import main
 from bot.api_table import ApiTable
 from bot.ecosystem import Source
 from bot.harvest import record_id
+from bot.lint import lint_catalog
 from bot.lookup import PanicLookup, result_json
 from bot.records import Catalog, load_catalog
 
@@ -225,8 +226,8 @@ def read_jsonl_gz(path: Path) -> list[dict[str, Any]]:
 
 def test_release_commits_and_their_utc_dates(built: Built) -> None:
     v1, v2 = built.sources
-    assert (v1.ref, v1.date) == ("v0.1.0", "2024-01-01T10:00:00.000Z")
-    assert (v2.ref, v2.date) == ("v0.2.0", "2024-06-01T10:00:00.000Z")
+    assert (v1.ref, v1.date) == ("v0.1.0", "2024-01-01T10:00:00Z")
+    assert (v2.ref, v2.date) == ("v0.2.0", "2024-06-01T10:00:00Z")
     assert len(v1.sha) == 40 and v1.sha != v2.sha
 
 
@@ -497,13 +498,14 @@ def test_the_command_builds_like_run_build(built: Built, tmp_path: Path) -> None
 # ---- resolve_sources -----------------------------------------------------------------------------------
 
 
-def test_resolve_sources_takes_burn_releases_from_0_13_and_no_book_tags(
+def test_resolve_sources_takes_burn_releases_from_0_3_and_no_book_tags(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     burn = new_repo(tmp_path / "burn", tmp_path / "home")
     manifest = workspace_manifest("0.12.0") + '\n[workspace.dependencies]\nwgpu = "0.19"\n'
     lib = {"crates/burn-core/src/lib.rs": 'pub fn f() {\n    panic!("burn");\n}\n'}
-    burn.commit("0.12", "2024-01-01T00:00:00+00:00", {"Cargo.toml": manifest, **lib}, tag="v0.12.0")
+    burn.commit("0.2", "2023-01-01T00:00:00+00:00", {"Cargo.toml": manifest}, tag="v0.2.0")
+    burn.commit("0.12", "2024-01-01T00:00:00+00:00", lib, tag="v0.12.0")
     burn.commit(
         "0.13",
         "2024-04-01T00:00:00+00:00",
@@ -525,11 +527,11 @@ def test_resolve_sources_takes_burn_releases_from_0_13_and_no_book_tags(
         sources, missing = resolve_sources({ecosystem_build.BURN: repository})
     finally:
         repository.close()
-    assert [s.ref for s in sources] == ["v0.13.0", "v0.14.0-pre.1", head]
+    assert [s.ref for s in sources] == ["v0.12.0", "v0.13.0", "v0.14.0-pre.1", head]
     assert {s.repo for s in sources} == {ecosystem_build.BURN}
-    assert all(s.paths == ("crates",) for s in sources)
-    assert sources[0].date == "2024-04-01T00:00:00.000Z"
-    assert sources[2].sha == head
+    assert all((s.paths, s.path_prefix) == (("crates",), "") for s in sources)
+    assert sources[1].date == "2024-04-01T00:00:00Z"
+    assert sources[3].sha == head
     assert {m["repo"] for m in missing} >= {"tracel-ai/cubecl", "tracel-ai/cubek", "tracel-ai/burn-onnx"}
     assert {"repo": "gfx-rs/wgpu", "version": "0.19", "reason": "no git directory given"} in missing
 
@@ -572,3 +574,140 @@ def test_a_sources_file_naming_a_commit_the_clone_lacks_exits_1(
     assert run_build(sources_file, out, None, [f"{REPO}={built.repo.git_dir}"]) == 1
     assert "0" * 40 in capsys.readouterr().err
     assert not (out / OUTPUTS[0]).exists()
+
+
+# ---- Burn before v0.13: crates at the top level, filed under `crates/` --------------------------------
+
+KEPT = "kept across the move to crates/"
+DROPPED = "only in the top-level layout"
+DROP_SUBJECT = "Drop the old check (#7)"
+BURN_LIKE = "acme/burn"  # a git checkout of it is `burn-<hash>/<rev>/`, as Burn's is
+
+
+def widgets_lib(dropped: bool) -> str:
+    return f'pub fn kept(n: usize) {{\n    if n == 0 {{\n        panic!("{KEPT}");\n    }}\n}}\n' + (
+        "" if dropped else f'\npub fn dropped() {{\n    panic!("{DROPPED}");\n}}\n'
+    )
+
+
+def widgets_manifest(version: str) -> str:
+    return f'[package]\nname = "burn-widgets"\nversion = "{version}"\nedition = "2021"\n'
+
+
+@dataclass
+class Moved:
+    repo: TinyRepo
+    sources: list[Source]
+    out: Path
+
+
+@pytest.fixture(scope="module")
+def moved(tmp_path_factory: pytest.TempPathFactory) -> Moved:
+    """A Burn-like history: v0.1.0 with its crate at the top level (`burn-widgets/`, beside a tool that is
+    no Burn crate), the move under `crates/`, a commit that drops a message, then v0.2.0."""
+    base = tmp_path_factory.mktemp("moved")
+    repo = new_repo(base / "burn", base / "home")
+    old = {
+        "Cargo.toml": '[workspace]\nmembers = ["burn-widgets", "xtask"]\n',
+        "burn-widgets/Cargo.toml": widgets_manifest("0.1.0"),
+        "burn-widgets/src/lib.rs": widgets_lib(dropped=False),
+        "xtask/Cargo.toml": '[package]\nname = "xtask"\nversion = "0.0.0"\n',
+        "xtask/src/main.rs": 'fn main() {\n    panic!("xtask failed");\n}\n',
+        "burn-book/src/x.md": "# book\n",
+    }
+    repo.commit("first", "2024-01-01T10:00:00+00:00", old, tag="v0.1.0")
+    repo.commit(
+        "Move the crates under crates/",
+        "2024-02-01T10:00:00+00:00",
+        {
+            "Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n',
+            "burn-widgets/Cargo.toml": None,
+            "burn-widgets/src/lib.rs": None,
+            "crates/burn-widgets/Cargo.toml": widgets_manifest("0.1.0"),
+            "crates/burn-widgets/src/lib.rs": widgets_lib(dropped=False),
+        },
+    )
+    repo.commit(
+        DROP_SUBJECT, "2024-03-01T10:00:00+00:00", {"crates/burn-widgets/src/lib.rs": widgets_lib(True)}
+    )
+    repo.commit(
+        "0.2.0",
+        "2024-04-01T10:00:00+00:00",
+        {"crates/burn-widgets/Cargo.toml": widgets_manifest("0.2.0")},
+        tag="v0.2.0",
+    )
+    repository = GitRepository(repo.git_dir)
+    try:
+        sources = []
+        for tag in ("v0.1.0", "v0.2.0"):
+            sha, date = repository.commit(tag)
+            sources.append(Source(BURN_LIKE, tag, sha, date, *ecosystem_build.burn_layout(repository, sha)))
+    finally:
+        repository.close()
+    sources_file = base / "sources.toml"
+    write_sources(sources_file, sources, [])
+    assert read_sources(sources_file) == (sources, [])
+    out = base / "out"
+    assert run_build(sources_file, out, None, [f"{BURN_LIKE}={repo.git_dir}"]) == 0
+    return Moved(repo, sources, out)
+
+
+def test_a_release_with_its_crates_at_the_top_level_harvests_them_under_crates(moved: Moved) -> None:
+    old, new = moved.sources
+    # Only the Burn crates (a folder named burn* with a Cargo.toml): not the tool, not the book.
+    assert (old.paths, old.path_prefix) == (("burn-widgets",), "crates/")
+    assert (new.paths, new.path_prefix) == (("crates",), "")
+    releases = read_jsonl_gz(moved.out / OUTPUTS[2])
+    assert [(r["ref"], r.get("pathPrefix"), r["crates"]) for r in releases] == [
+        ("v0.1.0", "crates/", {"burn-widgets": "0.1.0"}),
+        ("v0.2.0", None, {"burn-widgets": "0.2.0"}),
+    ]
+
+
+def test_a_message_both_layouts_raise_is_one_record_with_the_id_of_its_crates_path(moved: Moved) -> None:
+    path = "crates/burn-widgets/src/lib.rs"
+    records = {
+        line["record"]["errorMessage"]: line["record"] for line in read_jsonl_gz(moved.out / OUTPUTS[0])
+    }
+    assert set(records) == {KEPT, DROPPED}
+    assert records[KEPT]["id"] == record_id(BURN_LIKE, path, KEPT)
+    assert records[KEPT]["filePath"] == path
+    sites = {row["id"]: row for row in read_jsonl_gz(moved.out / OUTPUTS[1])}
+    assert [g["refs"] for g in sites[records[KEPT]["id"]]["releases"]] == [["v0.1.0", "v0.2.0"]]
+    # A message only the old layout has: filed under crates/, linked where v0.1.0 has the file.
+    dropped = records[DROPPED]
+    assert dropped["id"] == record_id(BURN_LIKE, path, DROPPED) and dropped["filePath"] == path
+    line = line_of(widgets_lib(dropped=False), DROPPED)
+    assert (
+        dropped["githubUrl"] == f"https://github.com/{BURN_LIKE}/blob/v0.1.0/burn-widgets/src/lib.rs#L{line}"
+    )
+
+
+def test_the_commit_that_dropped_a_message_after_the_move_is_found(moved: Moved) -> None:
+    [row] = read_jsonl_gz(moved.out / "ecosystem.history.jsonl.gz")
+    assert (row["lastRef"], row["goneRef"], row["subject"], row["pullRequest"]) == (
+        "v0.1.0",
+        "v0.2.0",
+        DROP_SUBJECT,
+        7,
+    )
+
+
+def test_a_paste_of_the_top_level_layout_gets_its_record_release_and_link(moved: Moved) -> None:
+    catalog = load_catalog([moved.out / OUTPUTS[0]])
+    lookup = PanicLookup(catalog)
+    line = line_of(widgets_lib(dropped=False), DROPPED)
+    for location in (
+        f"/home/ana/.cargo/registry/src/{INDEX}/burn-widgets-0.1.0/src/lib.rs",
+        f"/home/ana/.cargo/git/checkouts/burn-0123456789abcdef/{moved.sources[0].sha[:7]}/burn-widgets/src/lib.rs",
+    ):
+        result = lookup.lookup(f"thread 'main' panicked at {location}:{line}:9:\n{DROPPED}\n{NOTE}")
+        assert result.best is not None and result.best.record.errorMessage == DROPPED, location
+        site = lookup.site(result)
+        assert site is not None
+        assert (site.release, site.version, site.in_pasted_release) == ("v0.1.0", "0.1.0", True)
+        assert site.file == "burn-widgets/src/lib.rs"
+        assert site.url == f"https://github.com/{BURN_LIKE}/blob/v0.1.0/burn-widgets/src/lib.rs#L{line}"
+        assert "0.2.0" in site.note  # gone since
+    # lint: the record's link names the file where its release has it, which is no url-path error
+    assert not [f for f in lint_catalog(catalog) if f.check == "url-path"]

@@ -49,12 +49,13 @@ def test_a_tensor_check_shows_its_reason_as_title_and_the_pasted_values(service:
 def test_a_release_the_catalog_lacks_is_said_when_no_record_is_known(service: PanicLookup) -> None:
     # A message no harvested release words this way: no record, but the paste names its release.
     reworded = RESHAPE_BLOCK.replace("target shape", "new shape")
-    old = paste(f"{REGISTRY}/burn-tensor-0.8.0/src/tensor/api/check.rs:643:13", reworded)
+    # burn-tensor 0.2.3: older than the first Burn tag harvested (v0.3.0).
+    old = paste(f"{REGISTRY}/burn-tensor-0.2.3/src/tensor/api/check.rs:643:13", reworded)
     result = service.lookup(old)
     assert service.card(result) is None
     text = shown(service, old)
     assert "No known record" in text
-    assert "burn-tensor 0.8.0 is not in the catalog" in " ".join(text.split())
+    assert "burn-tensor 0.2.3 is not in the catalog" in " ".join(text.split())
 
 
 def test_the_alternatives_are_listed_best_first(service: PanicLookup) -> None:
