@@ -329,7 +329,8 @@ def test_slash_command_on_an_old_release_paste_shows_where_and_the_release(
             shown = facts(SlackMessage(answer.body["text"], answer.body["blocks"]))
             assert shown.startswith(
                 "*Where:* burn-fusion 0.21.0, ordering.rs:49 in `OrderedExecution::execute_optimization`\n"
-                "*Release:* No longer raised since burn-fusion 0.22.0-pre.1."
+                "*Release:* Reworded in burn-fusion 0.22.0-pre.1: from then on the same check reads "
+                '"Ordering is bigger than operations: ordering len {}'
             )
             assert "\n*Fires when:* `" in shown
             assert "/blob/v0.21.0/crates/burn-fusion/" in "\n".join(
