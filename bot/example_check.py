@@ -452,7 +452,10 @@ class ExampleChecker:
             if not entries:
                 parent = [w for w in where if w.resolve(path[:-1])]
                 if parent and path[-2][:1].isupper():
-                    return self._method_call(path[-2], path[-1], call, shown, parent)
+                    # The type the path names lives in these crates: another crate's type of the same name
+                    # (onnx-ir's `Conv2dConfig` beside burn-core's) says nothing of its methods.
+                    crates = {e.module.crate for w in parent for e in w.resolve(path[:-1])}
+                    return self._method_call(path[-2], path[-1], call, shown, parent, crates)
                 return Problem("example-path", f"`{shown}` names nothing in {self._span(where)}")
             signatures = [s for w, e in entries if e.kind == "fn" for s in w.functions_of(e)]
             return self._fits(shown, signatures, call.args, ufcs=False, where=where)
@@ -475,10 +478,23 @@ class ExampleChecker:
         return self._fits(shown, signatures, call.args, ufcs=False, where=worlds)
 
     def _method_call(
-        self, owner: str, name: str, call: _Call, shown: str, worlds: Sequence[ReleaseApi]
+        self,
+        owner: str,
+        name: str,
+        call: _Call,
+        shown: str,
+        worlds: Sequence[ReleaseApi],
+        crates: set[str] | None = None,
     ) -> Problem | None:
+        """`Owner::name(...)`; `crates`, when the path resolved the type: the crates that define it."""
         known_type = any(w.items_named(owner) for w in worlds)
         own = [s for w in worlds for s in w.methods(owner, name)]
+        if crates is not None and own:
+            own = [s for w in worlds for s in w.methods(owner, name) if w.files[s.file_path][0] in crates]
+            if not own:
+                # Only a same-named type of another crate has it: the one named here gets it from a derive
+                # (burn's `#[derive(Config)]` writes `new`) or a trait the tables cannot see.
+                return None
         if not own:
             variants = any(
                 name in w.variants(e) for w in worlds for e in w.items_named(owner) if e.kind == "enum"

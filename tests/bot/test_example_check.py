@@ -191,3 +191,13 @@ def test_shared_text_is_reported_across_errors_not_across_wordings_of_one() -> N
     assert not [f for f in quiet if f.check == "shared-text"]
     loud = lint_catalog(catalog_of({**one, **same_class}, {**other, "preventionTips": [tip], **analysed}))
     assert {f.record_id for f in loud if f.check == "shared-text"} == {"r1", "r3"}
+
+
+def test_a_config_s_derived_new_is_not_taken_for_another_crate_s_new(api: ApiTable) -> None:
+    # burn-nn's `Conv2dConfig::new` is written by `#[derive(Config)]` (2 arguments here); onnx-ir has a
+    # struct of the same name whose own `new` takes 7. The `use` says which one is meant.
+    example = "use burn::nn::conv::Conv2dConfig;\nlet config = Conv2dConfig::new([3, 8], [3, 3]);"
+    assert _check(api, example) == []
+    # A method no type of that name has anywhere is still found out.
+    wrong = "use burn::nn::conv::Conv2dConfig;\nlet config = Conv2dConfig::build_twice([3, 8]);"
+    assert [check for check, _ in _check(api, wrong)] == ["example-path"]
