@@ -77,15 +77,30 @@ def code_names(text: str) -> set[str]:
     return {name.lower() for name in _CODE_NAME.findall(text)}
 
 
-def analysis_overlap(record: Record) -> tuple[float, set[str]]:
+def site_context(releases: ReleaseTable | None, record_id: str) -> str:
+    """What the harvested releases know of the code around a record's site: the functions that raise it,
+    their impl types and the firing conditions, as words an analysis may rightly name."""
+    if not releases:
+        return ""
+    parts = {
+        part
+        for site in releases.sites_of(record_id)
+        for part in (site.function, site.impl_type, site.condition)
+        if part
+    }
+    return " ".join(sorted(parts))
+
+
+def analysis_overlap(record: Record, context: str = "") -> tuple[float, set[str]]:
     """Share of the code names in the analysis (documentation, scenarios, tags) that the record's own
-    message, file path or source code mention, and the names that it does not."""
+    message, file path or source code mention (or `context`: `site_context`, for a harvested record whose
+    source code is not kept), and the names that it does not."""
     analysis = " ".join(
         part or "" for part in (record.documentation, record.triggerScenarios, " ".join(record.tags))
     )
     names = code_names(analysis)
     evidence = " ".join(
-        part or "" for part in (record.errorMessage, record.filePath, record.sourceCode)
+        part or "" for part in (record.errorMessage, record.filePath, record.sourceCode, context)
     ).lower()
     evidence_compact = evidence.replace("_", "").replace("-", "")
     missing = {
@@ -98,11 +113,11 @@ def analysis_overlap(record: Record) -> tuple[float, set[str]]:
     return 1.0 - len(missing) / len(names), missing
 
 
-def analysis_is_suspect(record: Record) -> bool:
+def analysis_is_suspect(record: Record, context: str = "") -> bool:
     """True when the record's analysis seems to describe another error: its card must not present it."""
     if not record.has_analysis:
         return False
-    overlap, missing = analysis_overlap(record)
+    overlap, missing = analysis_overlap(record, context)
     return len(missing) >= MIN_NAMES_TO_JUDGE and overlap < MIN_ANALYSIS_OVERLAP
 
 
@@ -139,11 +154,11 @@ def _pattern_findings(entry: CatalogEntry) -> Iterable[Finding]:
         )
 
 
-def _analysis_findings(entry: CatalogEntry) -> Iterable[Finding]:
+def _analysis_findings(entry: CatalogEntry, releases: ReleaseTable | None = None) -> Iterable[Finding]:
     record = entry.record
     if not record.has_analysis:
         return
-    overlap, missing = analysis_overlap(record)
+    overlap, missing = analysis_overlap(record, site_context(releases, record.id))
     if len(missing) >= MIN_NAMES_TO_JUDGE and overlap < MIN_ANALYSIS_OVERLAP:
         names = ", ".join(sorted(missing)[:6])
         yield _finding(
@@ -411,7 +426,7 @@ def lint_catalog(
     checker = ExampleChecker(api, catalog.releases) if api else None
     for entry in catalog.entries:
         findings.extend(_pattern_findings(entry))
-        findings.extend(_analysis_findings(entry))
+        findings.extend(_analysis_findings(entry, catalog.releases))
         findings.extend(_link_findings(entry, catalog.releases))
         findings.extend(_version_findings(entry))
         findings.extend(_subject_findings(entry, catalog))

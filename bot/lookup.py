@@ -14,7 +14,7 @@ from bot.extract import Panic
 from bot.families import FamilyAnalysis, FamilyTable, default_families
 from bot.harvest import crate_of, github_url
 from bot.history import history_json, last_successor, record_history, successor
-from bot.lint import analysis_is_suspect
+from bot.lint import analysis_is_suspect, site_context
 from bot.matcher import LookupResult, Match, Matcher, Reason
 from bot.paths import common_suffix_length, path_parts
 from bot.prose_search import ProseIndex
@@ -72,7 +72,12 @@ class PanicLookup:
             entry.record.id: entry.dataset_version for entry in catalog.entries
         }
         self._positions = {record.id: index for index, record in enumerate(self.matcher.records)}
-        self.under_review = frozenset(r.id for r in self.matcher.records if analysis_is_suspect(r))
+        releases = catalog.releases
+        self.under_review = frozenset(
+            r.id
+            for r in self.matcher.records
+            if r.has_analysis and analysis_is_suspect(r, site_context(releases, r.id))
+        )
         self._families: FamilyTable | None = catalog.families
         self._families_made: dict[str, FamilyAnalysis | None] = {}
         # What autocomplete reads of every record, when stored apart (a prebuilt file): else the records.

@@ -247,3 +247,42 @@ def test_a_draft_is_linted_in_its_catalog_but_only_its_own_findings_are_reported
     existing = context.entries[3].record
     found = {(f.record_id, f.check) for f in lint_draft(taken, context, existing=existing)}
     assert found == {("taken", "pattern-mismatch"), ("taken", "duplicate-id")}
+
+
+def test_an_analysis_naming_the_function_and_condition_of_its_site_is_not_about_another_error() -> None:
+    from bot.lint import analysis_overlap, site_context
+    from bot.releases import ReleaseTable
+
+    record = catalog_of(
+        base(
+            documentation="`reduce_sum_dtype` checks `elem_kind` in `FlexReduce::run` before `launch_sum`.",
+            solutions=["Use `a`.", "Use `b`."],
+            exampleFix="x();",
+        )
+    ).records[0]
+    table = ReleaseTable()
+    table.add_release_rows(
+        [{"repo": "tracel-ai/burn", "ref": "v0.19.0", "sha": "abc1234def", "date": "2025-10-01T00:00:00Z"}]
+    )
+    site = {
+        "line": 40,
+        "function": "reduce_sum_dtype",
+        "impl": "FlexReduce",
+        "condition": "elem_kind != Float",
+    }
+    row = {"refs": ["v0.19.0"], "crate": "burn-flex", "sites": [site]}
+    table.add_site_rows(
+        [
+            {
+                "id": "r1",
+                "repo": "tracel-ai/burn",
+                "filePath": "crates/burn-flex/src/ops/reduce.rs",
+                "releases": [row],
+            }
+        ]
+    )
+    # Without the site, its code names are found nowhere in the message or the path.
+    _, missing = analysis_overlap(record)
+    assert {"reduce_sum_dtype", "elem_kind", "flexreduce"} <= missing
+    _, missing = analysis_overlap(record, site_context(table, "r1"))
+    assert missing == {"launch_sum"}
