@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 CATALOG_ENV = "PANICBOT_CATALOG"
 DEFAULT_DATABASE_URL = "sqlite:///panicbot.db"
+# A stop signal this soon after the first is that one delivered twice (systemd's default KillMode signals
+# every process of the unit, `uv run` forwards what its process group also gets): it changes nothing.
+SAME_SIGNAL_SECONDS = 1.0
 
 SettingsT = TypeVar("SettingsT", bound="BaseSettings")
 

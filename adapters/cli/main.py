@@ -14,13 +14,20 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from adapters.cli.prebuilt_commands import PrebuiltUsageError, is_prebuilt_path, refuse_prebuilt
-from adapters.settings import CATALOG_ENV, DEFAULT_DATABASE_URL, SettingsError, split_catalog_paths
+from adapters.settings import (
+    CATALOG_ENV,
+    DEFAULT_DATABASE_URL,
+    SAME_SIGNAL_SECONDS,
+    SettingsError,
+    split_catalog_paths,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,16 +61,27 @@ class StoppedDuringStartUp(BaseException):
     is (a BaseException, like KeyboardInterrupt, so no `except Exception` on the way swallows it)."""
 
 
+_stop_signal_at: float | None = None  # when (time.monotonic) the process got the signal stopping it
+
+
+def _is_a_copy() -> bool:
+    """The same signal often comes twice within milliseconds (systemd signals every process of the unit,
+    `uv run` forwards what its process group also got): one this soon after the first changes nothing."""
+    return _stop_signal_at is not None and time.monotonic() - _stop_signal_at < SAME_SIGNAL_SECONDS
+
+
 def _stop_start_up(signum: int, _frame: object) -> None:
-    # The same signal often comes twice within milliseconds (systemd signals every process of the unit,
-    # `uv run` forwards what its process group also got): the copy must not interrupt this stop.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    global _stop_signal_at  # noqa: PLW0603  (a signal handler's only memory)
+    if _is_a_copy():
+        return
+    _stop_signal_at = time.monotonic()
     raise StoppedDuringStartUp(signal.Signals(signum).name)
 
 
 def _ignore_stop_signals() -> None:
-    """The service has stopped and the process is ending: a copy of the signal that stopped it, still on its
-    way, must not kill it on the way out (closing, the event loop gave SIGTERM its default action back)."""
+    """The service has stopped and the process is ending: closing, the event loop gave SIGTERM its default
+    action back, so a copy of the signal that stopped it, still on its way, would kill it (exit -15). Ignored,
+    not handled: Python resets its own handlers to the default while the interpreter finalizes."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -605,6 +623,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     # platform registry, to its event loop taking signals over): one line and exit 0, never the default
     # action's silent 143. The command is the first argument (the parser has no option before it).
     words = sys.argv[1:] if argv is None else list(argv)
+    global _stop_signal_at  # noqa: PLW0603
+    _stop_signal_at = None
     before = _catch_sigterm() if words[:1] in (["serve"], ["console"]) else None
     before_sigint = signal.getsignal(signal.SIGINT)
     try:

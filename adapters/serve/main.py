@@ -28,7 +28,7 @@ from adapters.platforms import Platform, ServeOptions, platform
 from adapters.redis_memory import RateLimiter
 from adapters.serve.live_catalog import CatalogLoadError, LiveLookup, LoadReport
 from adapters.serve.metrics import CONTENT_TYPE, Metrics
-from adapters.settings import DEFAULT_DATABASE_URL, SettingsError, describe_problems
+from adapters.settings import DEFAULT_DATABASE_URL, SAME_SIGNAL_SECONDS, SettingsError, describe_problems
 from adapters.storage import SqlStore, StorageError, upgrade_database
 from bot.lookup import PanicLookup
 from bot.matcher import LookupResult
@@ -38,9 +38,6 @@ log = logging.getLogger("panicbot.service")
 USER_RATE_WINDOW_SECONDS = 60.0
 PRUNE_EVERY_SECONDS = 24 * 3600
 STORE_BACKLOG = 10_000  # lookups waiting to be written before statistics are dropped
-# A stop signal this soon after the first is that one delivered twice (systemd's default KillMode signals
-# every process of the unit, `uv run` forwards what its process group also gets): it changes nothing.
-SAME_SIGNAL_SECONDS = 1.0
 
 
 class StoreObserver:
@@ -228,7 +225,7 @@ class Service:
         self._stop = asyncio.Event()
         self._hurry = asyncio.Event()
         self.signalled: str | None = None  # the signal that stopped the service, if one did
-        self._signalled_at: float | None = None  # when (time.monotonic) that first signal came
+        self.signalled_at: float | None = None  # when (time.monotonic) that first signal came
         self.started = asyncio.Event()
         self.bound: Any = None
 
@@ -405,14 +402,14 @@ class Service:
         short."""
         now = time.monotonic()
         self.status.stopping = True
-        if self._signalled_at is None:
-            self._signalled_at = now
+        if self.signalled_at is None:
+            self.signalled_at = now
             self.signalled = sig.name
             if self._stop.is_set():  # already stopping (`stop()`): a signal means "now"
                 self._hurry.set()
             self._stop.set()
             return
-        since = now - self._signalled_at
+        since = now - self.signalled_at
         if since < SAME_SIGNAL_SECONDS:
             log.debug(
                 "%s %.2f s after %s: the same signal delivered twice, ignored",

@@ -17,7 +17,8 @@ import time
 import aiohttp
 import pytest
 
-from adapters.serve.main import SAME_SIGNAL_SECONDS, Service
+from adapters.serve.main import Service
+from adapters.settings import SAME_SIGNAL_SECONDS
 from tests.adapters.serve.test_service import SEEDS, settings, started
 from tests.adapters.serve.test_startup_and_stop import (
     OTHER_PLATFORMS,
