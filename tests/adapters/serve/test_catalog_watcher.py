@@ -16,7 +16,6 @@ import pytest
 from adapters.serve import live_catalog
 from adapters.serve.live_catalog import LiveLookup
 from adapters.serve.main import Service
-from bot.lookup import PanicLookup
 from bot.prebuilt import PrebuiltError
 from tests.adapters.serve.test_service import settings, started, stopped
 from tests.support.damaged_pbcat import FOUND_AT_LOOKUP, damaged_kinds, small_prebuilt_bytes
@@ -52,9 +51,9 @@ def test_every_damaged_kind_is_refused_and_the_next_good_file_is_served(
     path = tmp_path / "catalog.pbcat"
     path.write_bytes(good)
     refused: list[int] = []
-    loaded: list[PanicLookup] = []
+    loaded: list[int] = []  # a count: holding the catalogs would keep the retired ones alive
     live = LiveLookup(
-        [str(path)], on_loaded=lambda lookup, _: loaded.append(lookup), on_refused=lambda: refused.append(1)
+        [str(path)], on_loaded=lambda lookup, _: loaded.append(1), on_refused=lambda: refused.append(1)
     )
     want = live.current.answer_json(live.lookup(pastes[0]))
     kinds: dict[str, Callable[[Path], object]] = {
@@ -107,9 +106,9 @@ def test_an_unexpected_error_of_a_reload_is_a_refusal_and_the_watcher_goes_on(
     path = tmp_path / "catalog.pbcat"
     path.write_bytes(good)
     refused: list[int] = []
-    loaded: list[PanicLookup] = []
+    loaded: list[int] = []  # a count: holding the catalogs would keep the retired ones alive
     live = LiveLookup(
-        [str(path)], on_loaded=lambda lookup, _: loaded.append(lookup), on_refused=lambda: refused.append(1)
+        [str(path)], on_loaded=lambda lookup, _: loaded.append(1), on_refused=lambda: refused.append(1)
     )
     real = live_catalog.build_lookup
     failing = {"on": True}
@@ -149,8 +148,8 @@ def test_the_watcher_survives_an_error_of_its_own_poll(
     good, _ = small_prebuilt_bytes(tmp_path)
     path = tmp_path / "catalog.pbcat"
     path.write_bytes(good)
-    loaded: list[PanicLookup] = []
-    live = LiveLookup([str(path)], on_loaded=lambda lookup, _: loaded.append(lookup))
+    loaded: list[int] = []  # a count: holding the catalogs would keep the retired ones alive
+    live = LiveLookup([str(path)], on_loaded=lambda lookup, _: loaded.append(1))
     polls = {"count": 0}
     real = LiveLookup.changed_on_disk
 
@@ -173,7 +172,7 @@ def test_the_watcher_survives_an_error_of_its_own_poll(
 
     with caplog.at_level(logging.ERROR, logger="panicbot.catalog"):
         asyncio.run(scenario())
-    assert [r.getMessage() for r in caplog.records if "watcher" in r.getMessage()] == [
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("catalog watcher:")] == [
         "catalog watcher: OSError: stale NFS handle; still watching"
     ] * 2
 
