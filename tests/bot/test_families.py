@@ -163,7 +163,7 @@ def test_the_embedded_families_lint_clean_on_the_embedded_catalog(embedded: Cata
 
 
 def test_known_records_get_their_family(embedded: Catalog) -> None:
-    assert _family_of(embedded, "Can send message to checkpointer thread.") == "follow-on"
+    assert _family_of(embedded, "The checkpointer thread should stop.") == "follow-on"
     assert _family_of(embedded, "Event processor lock poisoned") == "follow-on"
     assert _family_of(embedded, "Expected Sign node") == "onnx-import"
     # A websocket that fails is the network, not a thread that died first: no family.
