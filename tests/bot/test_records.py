@@ -407,3 +407,14 @@ def test_catalog_lines_are_numbered_as_a_split_numbers_them(text: str) -> None:
     from bot.records import _numbered_lines
 
     assert list(_numbered_lines(text)) == list(enumerate(text.split("\n"), start=1))
+
+
+def test_the_embedded_analyses_hold_one_line_per_record() -> None:
+    """analyses.jsonl merges as a union of lines (.gitattributes): an edited line merged with its old self
+    would leave two analyses of one record, the later silently winning."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bot" / "data" / "analyses.jsonl"
+    ids = [json.loads(line)["record"]["id"] for line in path.read_text().splitlines() if line.strip()]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
