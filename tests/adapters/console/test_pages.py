@@ -193,7 +193,7 @@ def test_typed_words_are_searched_too(console: Running) -> None:
 
 def test_a_record_page_names_the_record_s_family(console: Running) -> None:
     cookie, _ = login(console)
-    message = "Can send message to checkpointer thread."
+    message = "The checkpointer thread should stop."  # a follow-on with no analysis of its own
     path = "crates/burn-train/src/checkpoint/async_checkpoint.rs"
     reply = call(
         f"{console.base}/console/records/{record_id('tracel-ai/burn', path, message)}", cookie=cookie
