@@ -17,6 +17,7 @@ from bot.prebuilt import PrebuiltError, read_prebuilt
 from bot.records import load_catalog
 from tests.support.damaged_pbcat import (
     FOUND_AT_LOOKUP,
+    KIND_NAMES,
     Parts,
     answers,
     crafted_index,
@@ -51,30 +52,7 @@ def test_the_small_catalog_answers_with_its_releases(small: tuple[bytes, list[st
     assert any(result["site"] and result["site"]["release"] == "v0.19.0" for result in results)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "records' text changed",
-        "truncated",
-        "empty",
-        "random bytes",
-        "index length 2**50",
-        "blob length 2**63",
-        "suggest offset past the end",
-        "records 2**63",
-        "negative length",
-        "record offsets past the blob",
-        "empty version table",
-        "version code past the table",
-        "posting past the records",
-        "positions not a dict",
-        "bad release table rows",
-        "pickle frame of 2**50",
-        "pickled bytes of 2**63",
-        "pickled bytearray of 2**50",
-        "pickled list of 2**44 bytes",
-    ],
-)
+@pytest.mark.parametrize("name", KIND_NAMES)
 def test_each_damaged_kind_is_refused_with_one_line(
     name: str, kinds: dict[str, bytes], small: tuple[bytes, list[str]], tmp_path: Path
 ) -> None:

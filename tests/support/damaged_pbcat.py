@@ -173,6 +173,29 @@ HUGE_LIST = b"\x80\x05(" + b"K\x01" * 100 + b"\x8e" + (2**44).to_bytes(8, "littl
 
 # The kinds a load cannot see (release table rows are kept as text, parsed when a lookup first needs them;
 # records are read, their crc32 checked, when a lookup needs them): the lookup that meets them is refused.
+# Every kind `damaged_kinds` makes, by name: the tests of the reader and of the commands take each one.
+KIND_NAMES = [
+    "records' text changed",
+    "truncated",
+    "empty",
+    "random bytes",
+    "index length 2**50",
+    "blob length 2**63",
+    "suggest offset past the end",
+    "records 2**63",
+    "negative length",
+    "record offsets past the blob",
+    "empty version table",
+    "version code past the table",
+    "posting past the records",
+    "positions not a dict",
+    "bad release table rows",
+    "pickle frame of 2**50",
+    "pickled bytes of 2**63",
+    "pickled bytearray of 2**50",
+    "pickled list of 2**44 bytes",
+]
+
 FOUND_AT_LOOKUP = frozenset({"bad release table rows", "records' text changed"})
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from adapters.cli.main import EXIT_USAGE
 from tests.adapters.cli.test_main import run
-from tests.support.damaged_pbcat import FOUND_AT_LOOKUP, damaged_kinds, small_prebuilt_bytes
+from tests.support.damaged_pbcat import FOUND_AT_LOOKUP, KIND_NAMES, damaged_kinds, small_prebuilt_bytes
 
 PASTE = (
     b"thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:915:9:\n"
@@ -33,29 +33,6 @@ def one_line(capsys: pytest.CaptureFixture[str]) -> str:
     assert err.endswith("\n") and err.count("\n") == 1, err
     assert "internal error" not in err and "Traceback" not in err
     return err.strip()
-
-
-KIND_NAMES = [
-    "records' text changed",
-    "truncated",
-    "empty",
-    "random bytes",
-    "index length 2**50",
-    "blob length 2**63",
-    "suggest offset past the end",
-    "records 2**63",
-    "negative length",
-    "record offsets past the blob",
-    "empty version table",
-    "version code past the table",
-    "posting past the records",
-    "positions not a dict",
-    "bad release table rows",
-    "pickle frame of 2**50",
-    "pickled bytes of 2**63",
-    "pickled bytearray of 2**50",
-    "pickled list of 2**44 bytes",
-]
 
 
 def test_the_kinds_are_the_supports(kinds: dict[str, bytes]) -> None:
