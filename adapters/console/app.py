@@ -294,15 +294,7 @@ async def draft_form(request: web.Request) -> web.Response:
     group = await asyncio.to_thread(queries.unmatched_group, console.store, request.match_info["fingerprint"])
     if group is None:
         raise web.HTTPNotFound(text="no such unmatched panic (pruned?)")
-    values = prefill(group, console.lookups().releases)
-    return console.render(
-        request,
-        "draft.html",
-        fingerprint=request.match_info["fingerprint"],
-        group=group,
-        values=values,
-        fields=FIELDS,
-    )
+    return _draft_page(request, group, prefill(group, console.lookups().releases))
 
 
 async def _draft_request(request: web.Request) -> tuple[Any, dict[str, str]]:
@@ -312,17 +304,21 @@ async def _draft_request(request: web.Request) -> tuple[Any, dict[str, str]]:
     return group, {name: _field(form, name) for name in FIELDS}
 
 
-def _draft_refused(request: web.Request, group: Any, values: dict[str, str], problems: Any) -> web.Response:
+def _draft_page(request: web.Request, group: Any, values: dict[str, str], **shown: Any) -> web.Response:
+    """The draft form of an unmatched panic's group, filled with `values`, and what else it shows."""
     return _console(request).render(
         request,
         "draft.html",
         fingerprint=request.match_info["fingerprint"],
-        status=400,
         group=group,
         values=values,
         fields=FIELDS,
-        problems=problems,
+        **shown,
     )
+
+
+def _draft_refused(request: web.Request, group: Any, values: dict[str, str], problems: Any) -> web.Response:
+    return _draft_page(request, group, values, status=400, problems=problems)
 
 
 async def draft_preview(request: web.Request) -> web.Response:
@@ -336,15 +332,7 @@ async def draft_preview(request: web.Request) -> web.Response:
         return _draft_refused(request, group, values, result.problems)
     groups = await asyncio.to_thread(queries.unmatched_groups, console.store, GROUPS_TRIED)
     shown = await asyncio.to_thread(preview_draft, result.record, console.lookups(), groups, console.api.get)
-    return console.render(
-        request,
-        "draft.html",
-        fingerprint=request.match_info["fingerprint"],
-        group=group,
-        values=values,
-        fields=FIELDS,
-        preview=shown,
-    )
+    return _draft_page(request, group, values, preview=shown)
 
 
 async def draft_save(request: web.Request) -> web.Response:
@@ -358,16 +346,8 @@ async def draft_save(request: web.Request) -> web.Response:
         line = await asyncio.to_thread(append_draft, console.drafts, result.record)
     except DraftWriteError as exc:
         log.error("console draft not written", extra={"record": result.record.id, "reason": str(exc)})
-        return console.render(
-            request,
-            "draft.html",
-            fingerprint=request.match_info["fingerprint"],
-            status=503,
-            group=group,
-            values=values,
-            fields=FIELDS,
-            problems=[f"{exc}: nothing of it was kept; your text is still in the form"],
-        )
+        kept = [f"{exc}: nothing of it was kept; your text is still in the form"]
+        return _draft_page(request, group, values, status=503, problems=kept)
     log.info("console draft written", extra={"record": result.record.id})
     return console.render(
         request,

@@ -47,8 +47,7 @@ def test_lookup_with_a_damaged_prebuilt_catalog_is_one_line_and_exit_2(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = tmp_path / "catalog.pbcat"
-    path.write_bytes(kinds[name])
+    path = damaged_file(tmp_path, kinds[name])
     code, out = run(monkeypatch, ["lookup", "--json", "--catalog", str(path)], PASTE)
     assert (code, out) == (EXIT_USAGE, "")
     line = one_line(capsys)
@@ -65,9 +64,14 @@ def test_serve_with_a_damaged_prebuilt_catalog_is_one_line_and_exit_2(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = tmp_path / "catalog.pbcat"
-    path.write_bytes(kinds[name])
+    path = damaged_file(tmp_path, kinds[name])
     serve_refuses(path, monkeypatch, capsys)
+
+
+def damaged_file(folder: Path, content: bytes) -> Path:
+    path = folder / "catalog.pbcat"
+    path.write_bytes(content)
+    return path
 
 
 def serve_refuses(path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:

@@ -218,13 +218,22 @@ def serve_process(extra: dict[str, str], port: int, platform: str = "slack") -> 
         PANICBOT_LOG_FORMAT="text",
         PANICBOT_CATALOG_WATCH_SECONDS="0",
         PANICBOT_SHUTDOWN_DRAIN_SECONDS="0.2",
-        **extra,
     )
+    environ.update(extra)
     command = [sys.executable, "-m", "adapters.cli.main", "serve", platform, "--port", str(port)]
     # A session of its own: killing it (`end_all`) ends its worker processes too, which hold its pipes.
     return subprocess.Popen(
         command, cwd=ROOT, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
+
+
+def slack_unreachable() -> dict[str, str]:
+    """Socket Mode credentials with Slack's Web API on a closed port: /readyz stays 503 before and after."""
+    return {
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_APP_TOKEN": APP_TOKEN,
+        "SLACK_API_URL": f"http://127.0.0.1:{closed_port()}/api/",
+    }
 
 
 def end_all(process: subprocess.Popen[bytes]) -> None:
@@ -258,11 +267,7 @@ def wait_for_health(process: subprocess.Popen[bytes], port: int, timeout: float 
 @pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_ends_serve_while_slack_is_unreachable(sent: signal.Signals) -> None:
     port = closed_port()
-    slack = {
-        "SLACK_BOT_TOKEN": BOT_TOKEN,
-        "SLACK_APP_TOKEN": APP_TOKEN,
-        "SLACK_API_URL": f"http://127.0.0.1:{closed_port()}/api/",
-    }
+    slack = slack_unreachable()
     process = serve_process(slack, port)
     try:
         wait_for_health(process, port)
@@ -401,11 +406,7 @@ def test_a_slack_request_is_acknowledged_while_slack_api_is_unreachable(
 
 @pytest.mark.parametrize("delay", [0.25, 0.6, 1.2, 2.0, 3.0])
 def test_sigterm_at_any_moment_of_start_up_is_one_line_and_exit_0(delay: float) -> None:
-    slack = {
-        "SLACK_BOT_TOKEN": BOT_TOKEN,
-        "SLACK_APP_TOKEN": APP_TOKEN,
-        "SLACK_API_URL": f"http://127.0.0.1:{closed_port()}/api/",
-    }
+    slack = slack_unreachable()
     process = serve_process(slack, closed_port())
     try:
         time.sleep(delay)

@@ -10,8 +10,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 
 import aiohttp
@@ -22,14 +20,15 @@ from adapters.settings import SAME_SIGNAL_SECONDS
 from tests.adapters.serve.test_service import SEEDS, settings, started
 from tests.adapters.serve.test_startup_and_stop import (
     OTHER_PLATFORMS,
-    ROOT,
     SLACK_VARIABLES,
     closed_port,
     end_all,
     http_status,
+    serve_process,
+    slack_unreachable,
     wait_for_health,
 )
-from tests.support.local_only import PROXY_VARIABLES, isolate
+from tests.support.local_only import isolate
 
 
 @pytest.fixture
@@ -94,25 +93,7 @@ def test_a_signal_again_after_a_second_still_cuts_the_drain_short(env: pytest.Mo
 def test_serve_given_sigterm_twice_answers_503_for_the_whole_drain() -> None:
     """The process as systemd or `uv run` stops it: its process group and the process itself signalled."""
     drain = 2.0
-    port = closed_port()
-    unset = (*SLACK_VARIABLES, *OTHER_PLATFORMS, *PROXY_VARIABLES)
-    environ = {k: v for k, v in os.environ.items() if k not in unset}
-    environ.update(
-        NO_PROXY="127.0.0.1",
-        PANICBOT_CATALOG=str(SEEDS),
-        DATABASE_URL=f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-test-')}/panicbot.db",
-        PANICBOT_HTTP_HOST="127.0.0.1",
-        PANICBOT_LOG_FORMAT="text",
-        PANICBOT_CATALOG_WATCH_SECONDS="0",
-        PANICBOT_SHUTDOWN_DRAIN_SECONDS=str(drain),
-        SLACK_BOT_TOKEN="xoxb-1-test-token",
-        SLACK_APP_TOKEN="xapp-1-A1-test-app-token",
-        SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/",  # not ready: /readyz 503 before and after
-    )
-    command = [sys.executable, "-m", "adapters.cli.main", "serve", "slack", "--port", str(port)]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
+    process, port = serve_slack_unreachable(drain)
     try:
         wait_for_health(process, port, timeout=60)
         sent = time.monotonic()
@@ -136,25 +117,8 @@ def test_serve_given_sigterm_twice_answers_503_for_the_whole_drain() -> None:
 def serve_slack_unreachable(drain: float) -> tuple[subprocess.Popen[bytes], int]:
     """`panicbot serve slack` (Socket Mode) with Slack's Web API on a closed port, and its HTTP port."""
     port = closed_port()
-    unset = (*SLACK_VARIABLES, *OTHER_PLATFORMS, *PROXY_VARIABLES)
-    environ = {k: v for k, v in os.environ.items() if k not in unset}
-    environ.update(
-        NO_PROXY="127.0.0.1",
-        PANICBOT_CATALOG=str(SEEDS),
-        DATABASE_URL=f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-test-')}/panicbot.db",
-        PANICBOT_HTTP_HOST="127.0.0.1",
-        PANICBOT_LOG_FORMAT="text",
-        PANICBOT_CATALOG_WATCH_SECONDS="0",
-        PANICBOT_SHUTDOWN_DRAIN_SECONDS=str(drain),
-        SLACK_BOT_TOKEN="xoxb-1-test-token",
-        SLACK_APP_TOKEN="xapp-1-A1-test-app-token",
-        SLACK_API_URL=f"http://127.0.0.1:{closed_port()}/api/",  # not ready: /readyz 503 before and after
-    )
-    command = [sys.executable, "-m", "adapters.cli.main", "serve", "slack", "--port", str(port)]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
-    return process, port
+    extra = {**slack_unreachable(), "PANICBOT_SHUTDOWN_DRAIN_SECONDS": str(drain)}
+    return serve_process(extra, port), port
 
 
 def signal_twice(process: subprocess.Popen[bytes]) -> None:
