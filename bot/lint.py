@@ -308,6 +308,10 @@ def _code_findings(entry: CatalogEntry, checker: ExampleChecker) -> Iterable[Fin
         yield _finding(entry, ERROR, problem.check, problem.reason)
 
 
+# A format placeholder of a message: `{}`, `{dim}`, `{:?}`, `{D2}`, `{self:?}`.
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
 def _plain(text: str) -> str:
     return " ".join(text.lower().split()).rstrip(".")
 
@@ -318,8 +322,9 @@ def _shared_text_findings(entries: Iterable[CatalogEntry]) -> Iterable[Finding]:
     holders: dict[tuple[str, str], dict[str, CatalogEntry]] = defaultdict(dict)
     for entry in entries:
         record = entry.record
-        # One error class is one error, whatever the wording of its message across Rust releases.
-        error = record.errorClass or record.errorMessage
+        # One error class is one error, whatever the wording of its message across Rust releases; one
+        # message is one error whatever its placeholders are named (`{D}` in one release, `{D1}` in another).
+        error = record.errorClass or _PLACEHOLDER.sub("{}", record.errorMessage)
         for field, texts in (("solution", record.solutions), ("prevention tip", record.preventionTips)):
             for text in texts:
                 if len(_plain(text)) >= MIN_SHARED_TEXT:

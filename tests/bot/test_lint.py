@@ -286,3 +286,30 @@ def test_an_analysis_naming_the_function_and_condition_of_its_site_is_not_about_
     assert {"reduce_sum_dtype", "elem_kind", "flexreduce"} <= missing
     _, missing = analysis_overlap(record, site_context(table, "r1"))
     assert missing == {"launch_sum"}
+
+
+def test_variants_of_one_message_may_share_advice_but_two_messages_may_not() -> None:
+    """`{D}` in one release and `{D1}` in another is one error: its variants' shared solution is not
+    `shared-text`; the same solution in the record of another message is."""
+    advice = "Call `unsqueeze_dim` on the tensor before the call, so that its rank is the one asked for."
+
+    def variant(record_id: str, message: str, line: int) -> dict[str, Any]:
+        return base(
+            id=record_id,
+            errorMessage=message,
+            messagePattern="",
+            lineNumber=line,
+            documentation="The unsqueeze check compares the ranks.",
+            solutions=[advice, "Upgrade `burn` to 0.18.0."],
+            exampleFix="let x = 1;",
+        )
+
+    def shared(*records: dict[str, Any]) -> set[str]:
+        return {f.record_id for f in lint_catalog(catalog_of(*records)) if f.check == "shared-text"}
+
+    old = variant("old", "Can't unsqueeze smaller tensor, got dim {D2}, expected > {D1}", 10)
+    new = variant("new", "Can't unsqueeze smaller tensor, got dim {d2}, expected > {d1}", 20)
+    other = variant("other", "Can't squeeze tensor, got dim {D2}, expected < {D1}", 30)
+    assert shared(old, new) == set()
+    # One finding per error: the first record of the unsqueeze message, and the squeeze one.
+    assert shared(old, new, other) == {"old", "other"}
