@@ -31,7 +31,7 @@ class EditedReply:
     card: Card | None
 
 
-def follow_edit(
+async def follow_edit(
     *,
     record_id: str,
     digest: str,
@@ -49,18 +49,18 @@ def follow_edit(
     card = answer(text)
     if card is not None and card.record_id == record_id:
         return EditedReply(card)
-    gate.release(place, record_id)
-    if card is not None and not gate.allow(place, card.record_id):
+    await gate.release(place, record_id)
+    if card is not None and not await gate.allow(place, card.record_id):
         return EditedReply(None)
     return EditedReply(card)
 
 
-def undo_edit(gate: CooldownGate, place: str, *, shown: str, previous: str, reply_gone: bool) -> None:
+async def undo_edit(gate: CooldownGate, place: str, *, shown: str, previous: str, reply_gone: bool) -> None:
     """The reply could not be changed to show `shown`: the cooldown goes back to the record it still
     shows (`previous`), or is freed when the reply turned out to be gone."""
     if shown != previous:
-        gate.release(place, shown)
+        await gate.release(place, shown)
         if not reply_gone:
-            gate.allow(place, previous)
+            await gate.allow(place, previous)
     elif reply_gone:
-        gate.release(place, previous)
+        await gate.release(place, previous)

@@ -54,31 +54,55 @@ class ExpiringMap(Generic[K, V]):
         return len(self._items)
 
 
+# The shared parts of a handler's state are awaited: a deployment with replicas keeps them in Redis, through
+# redis.asyncio, so a slow Redis holds up the handler that asked, never the event loop. The in-process ones
+# below answer at once.
+
+
 class KeyedMemory(Protocol[KeyT_contra, V]):
-    """What a handler remembers by key for a while (`ExpiringMap`, or one shared by replicas in Redis)."""
+    """What a handler remembers by key for a while (`LocalMemory`, or one shared by replicas in Redis)."""
 
-    def get(self, key: KeyT_contra) -> V | None: ...
+    async def get(self, key: KeyT_contra) -> V | None: ...
 
-    def put(self, key: KeyT_contra, value: V) -> None: ...
+    async def put(self, key: KeyT_contra, value: V) -> None: ...
 
-    def pop(self, key: KeyT_contra) -> V | None: ...
+    async def pop(self, key: KeyT_contra) -> V | None: ...
+
+
+class LocalMemory(Generic[K, V]):
+    """`KeyedMemory` in this process: an `ExpiringMap` behind the awaited interface."""
+
+    def __init__(self, ttl: float, max_items: int, clock: Clock = time.monotonic) -> None:
+        self.items: ExpiringMap[K, V] = ExpiringMap(ttl, max_items, clock)
+
+    async def get(self, key: K) -> V | None:
+        return self.items.get(key)
+
+    async def put(self, key: K, value: V) -> None:
+        self.items.put(key, value)
+
+    async def pop(self, key: K) -> V | None:
+        return self.items.pop(key)
+
+    def __len__(self) -> int:
+        return len(self.items)
 
 
 class EventDeduper(Protocol):
     """Answers once per event id; a deployment with replicas shares it (Redis)."""
 
-    def first_time(self, event_id: str) -> bool: ...
+    async def first_time(self, event_id: str) -> bool: ...
 
-    def forget(self, event_id: str) -> None:
+    async def forget(self, event_id: str) -> None:
         """The event was not taken after all (it could not be stored): its redelivery is new."""
 
 
 class CooldownGate(Protocol):
     """One auto-reply per record per channel per cooldown; shared across replicas in a deployment."""
 
-    def allow(self, channel: str, record_id: str) -> bool: ...
+    async def allow(self, channel: str, record_id: str) -> bool: ...
 
-    def release(self, channel: str, record_id: str) -> None: ...
+    async def release(self, channel: str, record_id: str) -> None: ...
 
 
 class SeenEvents:
@@ -87,13 +111,13 @@ class SeenEvents:
     def __init__(self, clock: Clock = time.monotonic) -> None:
         self._seen: ExpiringMap[str, bool] = ExpiringMap(EVENT_TTL_SECONDS, 100_000, clock)
 
-    def first_time(self, event_id: str) -> bool:
+    async def first_time(self, event_id: str) -> bool:
         if self._seen.get(event_id):
             return False
         self._seen.put(event_id, True)
         return True
 
-    def forget(self, event_id: str) -> None:
+    async def forget(self, event_id: str) -> None:
         self._seen.pop(event_id)
 
 
@@ -103,13 +127,13 @@ class Cooldown:
     def __init__(self, seconds: float, clock: Clock = time.monotonic) -> None:
         self._last: ExpiringMap[tuple[str, str], bool] = ExpiringMap(seconds, 100_000, clock)
 
-    def allow(self, channel: str, record_id: str) -> bool:
+    async def allow(self, channel: str, record_id: str) -> bool:
         if self._last.get((channel, record_id)):
             return False
         self._last.put((channel, record_id), True)
         return True
 
-    def release(self, channel: str, record_id: str) -> None:
+    async def release(self, channel: str, record_id: str) -> None:
         """Forget a reply that was deleted or failed, so the next paste may be answered."""
         self._last.pop((channel, record_id))
 

@@ -78,7 +78,7 @@ class Host(Protocol):
     def http_read_timeout(self) -> float:
         """How long a webhook client gets to send a request."""
 
-    def shared_state(
+    async def shared_state(
         self, prefix: str, cooldown_seconds: float, more: Callable[[Any, str], dict[str, Any]] | None = None
     ) -> dict[str, Any]:
         """Dedupe, cooldown and rate limit for a `ChatState` (Redis-backed with REDIS_URL)."""

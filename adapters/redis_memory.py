@@ -8,9 +8,9 @@ replica's view, which is what a single process has anyway), a warning is logged 
 `.failures` counts the errors, so a Redis outage degrades dedupe but never stops a lookup or raises into a
 handler.
 
-The client is redis-py's synchronous one: the protocols are called synchronously from the handlers, and with
-the short timeouts of `redis_from_url` plus a pause after each failure, the event loop waits at most one
-timeout per pause while Redis is down (microseconds per call while it is up, on the same network).
+The client is redis-py's asyncio one (`async_redis_from_url`) and the protocols are awaited by the handlers:
+a slow or dead Redis holds up the handler that asked, for at most one short timeout per pause after a
+failure, and never the event loop (other events, health checks and replies go on meanwhile).
 """
 
 from __future__ import annotations
@@ -19,16 +19,14 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-import redis
 import redis.asyncio
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.retry import Retry
 
 from adapters.local_memory import (
     EVENT_TTL_SECONDS,
@@ -38,6 +36,7 @@ from adapters.local_memory import (
     EventDeduper,
     ExpiringMap,
     KeyedMemory,
+    LocalMemory,
     SeenEvents,
 )
 
@@ -81,31 +80,14 @@ def redacted_url(url: str) -> str:
     return f"{parts.scheme}://{credentials}{host}{port}{parts.path}"
 
 
-def redis_from_url(url: str, *, timeout: float = REDIS_TIMEOUT_SECONDS) -> redis.Redis:
-    """A synchronous client for `url` (`redis://`, `rediss://`, `unix://`) with short timeouts.
+def async_redis_from_url(url: str, *, timeout: float = REDIS_TIMEOUT_SECONDS) -> redis.asyncio.Redis:
+    """A redis.asyncio client for `url` (`redis://`, `rediss://`, `unix://`) with short timeouts: a slow or
+    dead Redis costs its callers the timeout, never the event loop.
 
     Connecting is lazy: this never touches the network. One immediate retry on a connection error mends a
     pooled connection that Redis closed (a restart, an idle timeout); timeouts are not retried, since a
     second wait would double the time a handler is held up.
     """
-    password = urlsplit(url).password
-    try:
-        client = redis.Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
-            health_check_interval=30,
-        )
-    except ValueError as exc:  # the message may quote parts of the URL
-        raise ValueError(f"REDIS_URL is not a usable Redis URL: {_scrub(str(exc), password)}") from None
-    log.info("shared state in Redis at %s", redacted_url(url))
-    return client
-
-
-def async_redis_from_url(url: str, *, timeout: float = REDIS_TIMEOUT_SECONDS) -> redis.asyncio.Redis:
-    """`redis_from_url`'s client on redis.asyncio: a slow or dead Redis costs its callers the timeout, never
-    the event loop."""
     password = urlsplit(url).password
     try:
         return redis.asyncio.Redis.from_url(
@@ -115,14 +97,14 @@ def async_redis_from_url(url: str, *, timeout: float = REDIS_TIMEOUT_SECONDS) ->
             retry=AsyncRetry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
             health_check_interval=30,
         )
-    except ValueError as exc:
+    except ValueError as exc:  # the message may quote parts of the URL
         raise ValueError(f"REDIS_URL is not a usable Redis URL: {_scrub(str(exc), password)}") from None
 
 
-def redis_reachable(client: redis.Redis) -> bool:
+async def redis_reachable(client: redis.asyncio.Redis) -> bool:
     """Whether Redis answers a PING now (for start-up logs and health checks); never raises."""
     try:
-        return bool(client.ping())
+        return bool(await client.ping())
     except Exception:
         return False
 
@@ -140,7 +122,7 @@ RATE_LIMITED_MESSAGE = "You have asked panicbot a lot in the last minute: try ag
 class RateLimit(Protocol):
     """At most `limit` requests per user per window; shared across replicas in a deployment."""
 
-    def allow(self, user_id: str) -> bool: ...
+    async def allow(self, user_id: str) -> bool: ...
 
 
 class RateLimiter:
@@ -154,7 +136,7 @@ class RateLimiter:
         # The window starts at a user's first call; the entry expires with it, so a new window begins.
         self._counts: ExpiringMap[str, list[int]] = ExpiringMap(window_seconds, max_users, clock)
 
-    def allow(self, user_id: str) -> bool:
+    async def allow(self, user_id: str) -> bool:
         count = self._counts.get(user_id)
         if count is None:
             self._counts.put(user_id, [1])
@@ -175,7 +157,7 @@ class _RedisWithFallback:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.asyncio.Redis,
         prefix: str,
         what: str,
         *,
@@ -202,11 +184,11 @@ class _RedisWithFallback:
         """True while the last Redis call failed (the fallback is answering)."""
         return self._paused_until > -math.inf
 
-    def _redis(self, call: Callable[[], T]) -> T | None:
+    async def _redis(self, call: Callable[[], Awaitable[T]]) -> T | None:
         """`call()`'s result, or None when Redis failed or is paused (the caller asks its fallback)."""
         if self._clock() >= self._paused_until:
             try:
-                result = call()
+                result = await call()
             except Exception as exc:  # whatever went wrong, the handler must still get an answer
                 self._failed(exc)
             else:
@@ -258,7 +240,7 @@ class RedisEventDeduper(_RedisWithFallback):
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.asyncio.Redis,
         prefix: str,
         ttl_seconds: int = EVENT_TTL_SECONDS,
         *,
@@ -273,18 +255,22 @@ class RedisEventDeduper(_RedisWithFallback):
         self.ttl_seconds = max(1, int(ttl_seconds))
         self.fallback: EventDeduper = fallback if fallback is not None else SeenEvents(clock)
 
-    def first_time(self, event_id: str) -> bool:
+    async def first_time(self, event_id: str) -> bool:
         key = self._key("event", event_id)
-        first = self._redis(lambda: self.client.set(key, b"1", nx=True, ex=self.ttl_seconds) is not None)
+
+        async def claim() -> bool:
+            return await self.client.set(key, b"1", nx=True, ex=self.ttl_seconds) is not None
+
+        first = await self._redis(claim)
         # The fallback always records the event too: if Redis fails between a delivery and its retry, or
         # comes back without the key, this replica still knows what it handled.
-        local = self.fallback.first_time(event_id)
+        local = await self.fallback.first_time(event_id)
         return local if first is None else first and local
 
-    def forget(self, event_id: str) -> None:
+    async def forget(self, event_id: str) -> None:
         key = self._key("event", event_id)
-        self._redis(lambda: self.client.delete(key))
-        self.fallback.forget(event_id)
+        await self._redis(lambda: self.client.delete(key))
+        await self.fallback.forget(event_id)
 
 
 class RedisCooldown(_RedisWithFallback):
@@ -293,7 +279,7 @@ class RedisCooldown(_RedisWithFallback):
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.asyncio.Redis,
         prefix: str,
         seconds: float,
         *,
@@ -308,26 +294,30 @@ class RedisCooldown(_RedisWithFallback):
         self.seconds = seconds
         self.fallback: CooldownGate = fallback if fallback is not None else Cooldown(seconds, clock)
 
-    def allow(self, channel: str, record_id: str) -> bool:
+    async def allow(self, channel: str, record_id: str) -> bool:
         if self.seconds <= 0:
             return True  # no cooldown configured (Redis refuses PX 0 anyway)
         key = self._key("cooldown", channel, record_id)
         milliseconds = max(1, round(self.seconds * 1000))
-        allowed = self._redis(lambda: self.client.set(key, b"1", nx=True, px=milliseconds) is not None)
+
+        async def hold() -> bool:
+            return await self.client.set(key, b"1", nx=True, px=milliseconds) is not None
+
+        allowed = await self._redis(hold)
         if allowed is None:
-            return self.fallback.allow(channel, record_id)
+            return await self.fallback.allow(channel, record_id)
         if allowed:
             # Mirror what Redis allowed, so a Redis outage right after cannot let this replica answer
             # again. Redis decides while it answers: a hold released on another replica is released here.
-            self.fallback.release(channel, record_id)
-            self.fallback.allow(channel, record_id)
+            await self.fallback.release(channel, record_id)
+            await self.fallback.allow(channel, record_id)
         return allowed
 
-    def release(self, channel: str, record_id: str) -> None:
+    async def release(self, channel: str, record_id: str) -> None:
         key = self._key("cooldown", channel, record_id)
         # With Redis down the key stays until it expires: the cooldown then holds longer, never shorter.
-        self._redis(lambda: self.client.delete(key))
-        self.fallback.release(channel, record_id)
+        await self._redis(lambda: self.client.delete(key))
+        await self.fallback.release(channel, record_id)
 
 
 class RedisRateLimiter(_RedisWithFallback):
@@ -335,7 +325,7 @@ class RedisRateLimiter(_RedisWithFallback):
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.asyncio.Redis,
         prefix: str,
         limit: int,
         window_seconds: float,
@@ -357,12 +347,16 @@ class RedisRateLimiter(_RedisWithFallback):
         # register_script does not touch the network; EVALSHA falls back to EVAL when Redis lacks it.
         self._script = client.register_script(_RATE_LIMIT_SCRIPT)
 
-    def allow(self, user_id: str) -> bool:
+    async def allow(self, user_id: str) -> bool:
         key = self._key("rate", user_id)
         window_ms = max(1, round(self.window_seconds * 1000))
-        count = self._redis(lambda: int(self._script(keys=[key], args=[window_ms])))
+
+        async def count_hit() -> int:
+            return int(await self._script(keys=[key], args=[window_ms]))
+
+        count = await self._redis(count_hit)
         if count is None:
-            return self.fallback.allow(user_id)
+            return await self.fallback.allow(user_id)
         return count <= self.limit
 
 
@@ -377,7 +371,7 @@ class RedisKeyedMemory(_RedisWithFallback, Generic[V]):
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.asyncio.Redis,
         prefix: str,
         kind: str,
         ttl_seconds: float,
@@ -394,7 +388,7 @@ class RedisKeyedMemory(_RedisWithFallback, Generic[V]):
         self.ttl_seconds = max(1, round(ttl_seconds))
         self._encode, self._decode = encode, decode
         self.fallback: KeyedMemory[tuple[str, ...], V] = (
-            fallback if fallback is not None else ExpiringMap(ttl_seconds, 50_000, clock)
+            fallback if fallback is not None else LocalMemory(ttl_seconds, 50_000, clock)
         )
         # Keys whose Redis write failed: only for those is the local copy the truth once Redis answers
         # again (for any other key, Redis lacking it means another replica removed it).
@@ -410,36 +404,44 @@ class RedisKeyedMemory(_RedisWithFallback, Generic[V]):
             log.warning("unreadable %s in Redis, ignored: %s", self.kind, _scrub(str(exc), None))
             return None
 
-    def get(self, key: tuple[str, ...]) -> V | None:
+    async def get(self, key: tuple[str, ...]) -> V | None:
         name = self._key(self.kind, *key)
-        found = self._redis(lambda: (self.client.get(name),))
+
+        async def read() -> tuple[object]:
+            return (await self.client.get(name),)
+
+        found = await self._redis(read)
         if found is None or (found[0] is None and self._missed.get(key)):
-            return self.fallback.get(key)
+            return await self.fallback.get(key)
         return self._value(found[0])
 
-    def put(self, key: tuple[str, ...], value: V) -> None:
+    async def put(self, key: tuple[str, ...], value: V) -> None:
         name = self._key(self.kind, *key)
         data = json.dumps(self._encode(value), separators=(",", ":"))
-        written = self._redis(lambda: self.client.set(name, data, ex=self.ttl_seconds))
+        written = await self._redis(lambda: self.client.set(name, data, ex=self.ttl_seconds))
         if written is None:
             self._missed.put(key, True)
         else:
             self._missed.pop(key)
-        self.fallback.put(key, value)
+        await self.fallback.put(key, value)
 
-    def pop(self, key: tuple[str, ...]) -> V | None:
+    async def pop(self, key: tuple[str, ...]) -> V | None:
         name = self._key(self.kind, *key)
-        found = self._redis(lambda: (self._take(name),))
-        local = self.fallback.pop(key)
+
+        async def take() -> tuple[object]:
+            return (await self._take(name),)
+
+        found = await self._redis(take)
+        local = await self.fallback.pop(key)
         missed = self._missed.pop(key)
         if found is None or (found[0] is None and missed):
             return local
         return self._value(found[0])
 
-    def _take(self, name: str) -> object:
+    async def _take(self, name: str) -> object:
         """GET and DEL in one transaction (GETDEL needs Redis 6.2): one replica gets the value."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.get(name)
-        pipe.delete(name)
-        value, _ = pipe.execute()
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.get(name)
+            pipe.delete(name)
+            value, _ = await pipe.execute()
         return value

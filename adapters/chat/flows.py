@@ -26,6 +26,7 @@ from adapters.local_memory import (
     FeedbackStore,
     InMemoryFeedbackStore,
     KeyedMemory,
+    LocalMemory,
     SeenEvents,
 )
 from adapters.observe import Observer, Observers
@@ -165,7 +166,7 @@ class ChatState(Generic[K]):
         if self.cooldown is None:
             self.cooldown = Cooldown(self.cooldown_seconds, self.clock)
         if self.posted_replies is None:
-            self.posted_replies = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
+            self.posted_replies = LocalMemory(REPLY_TTL_SECONDS, 50_000, self.clock)
         # A reply's key -> its paste's key, so a deleted reply is forgotten (this process's replies).
         self.reply_sources: ExpiringMap[K, K] = ExpiringMap(REPLY_TTL_SECONDS, 50_000, self.clock)
         # Handlers and replies in flight: a graceful stop lets them finish and takes no new work.
@@ -279,10 +280,10 @@ class ChatFlows(Generic[K]):
         """`work` (a call into the core: autocomplete, say) in the lookup pool, never on the event loop."""
         return await asyncio.get_running_loop().run_in_executor(_LOOKUPS, work)
 
-    def too_many(self, user: str) -> bool:
+    async def too_many(self, user: str) -> bool:
         """True when this user has asked more than the per-user limit allows (one person cannot flood)."""
         limiter = self.state.rate_limit
-        if limiter is None or not user or limiter.allow(user):
+        if limiter is None or not user or await limiter.allow(user):
             return False
         self.log.info("user %s is over the per-user limit: not answered", user)
         return True
@@ -310,32 +311,26 @@ class ChatFlows(Generic[K]):
             return Answer("usage", text)
         return self._answered(text, await self.lookup_off_loop(text))
 
-    def ask(self, user: str, text: str) -> Answer:
-        """A typed question (`/panic`): refused over the per-user limit, else the answer (looked up on the
-        calling thread: a handler on the event loop awaits `ask_off_loop` instead)."""
-        if self.too_many(user):
-            return Answer("refused", text)
-        return self.answer(text)
-
     async def ask_off_loop(self, user: str, text: str) -> Answer:
-        """`ask`, its lookup in the lookup pool."""
-        if self.too_many(user):
+        """A typed question (`/panic`): refused over the per-user limit, else the answer, its lookup in
+        the lookup pool."""
+        if await self.too_many(user):
             return Answer("refused", text)
         return await self.answer_off_loop(text)
 
     async def explain(self, user: str, read: Callable[[], Awaitable[str]]) -> Answer:
         """ "Explain this panic" on a message: refused over the limit (before reading it), else the answer
         to the message's text, read by `read` (a download may come first)."""
-        if self.too_many(user):
+        if await self.too_many(user):
             return Answer("refused")
         text = await read()
         if not text.strip():
             return Answer("no_text", text)
         return await self.answer_off_loop(text)
 
-    def first_time(self, event_id: str) -> bool:
+    async def first_time(self, event_id: str) -> bool:
         """False for an event already handled (a platform's re-delivery, maybe to another replica)."""
-        return self.state.dedupe.first_time(event_id)
+        return await self.state.dedupe.first_time(event_id)
 
     # -- unasked replies --------------------------------------------------------------------------------
 
@@ -358,34 +353,34 @@ class ChatFlows(Generic[K]):
         card = unasked_card(self.service, result)
         if card is None:
             return
-        if not self.state.gate.allow(paste.channel, card.record_id):
+        if not await self.state.gate.allow(paste.channel, card.record_id):
             self.log.info(
                 "record %s answered in %s within the cooldown: not again", card.record_id, paste.channel
             )
             return
         reply_id = await replier.post(card)
         if reply_id is None:
-            self.state.gate.release(paste.channel, card.record_id)
+            await self.state.gate.release(paste.channel, card.record_id)
             return
-        self._remember(
+        await self._remember(
             paste.key, PostedReply(paste.channel, reply_id, card.record_id, paste_digest(paste.text))
         )
         self.state.observer.auto_replied(self.platform, card.record_id)
 
-    def _remember(self, key: K, reply: PostedReply) -> None:
-        self.state.replies.put(key, reply)
+    async def _remember(self, key: K, reply: PostedReply) -> None:
+        await self.state.replies.put(key, reply)
         self.state.reply_sources.put(self.reply_key(reply), key)
 
-    def forget(self, reply_key: K) -> None:
+    async def forget(self, reply_key: K) -> None:
         """Our reply `reply_key` is gone: its paste no longer has one to edit or delete."""
         source = self.state.reply_sources.pop(reply_key)
         if source is not None:
-            self.state.replies.pop(source)
+            await self.state.replies.pop(source)
 
     async def edited(self, key: K, text: str, replier: Replier) -> None:
         """The paste `key` now reads `text`: its reply shows the card for it, or goes when the paste no
         longer warrants one. A link preview or a pin (same text) changes nothing."""
-        reply = self.state.replies.get(key)
+        reply = await self.state.replies.get(key)
         if reply is None or (reply.paste_digest and reply.paste_digest == paste_digest(text)):
             return
         # The lookup runs in the lookup pool; meanwhile the paste may be edited again (the latest edit
@@ -398,10 +393,10 @@ class ChatFlows(Generic[K]):
             latest = self._latest_edit.get(key) == edit
             if latest:
                 del self._latest_edit[key]
-        reply = self.state.replies.get(key) if latest else None
+        reply = await self.state.replies.get(key) if latest else None
         if reply is None:
             return
-        outcome = follow_edit(
+        outcome = await follow_edit(
             record_id=reply.record_id,
             digest=reply.paste_digest,
             text=text,
@@ -414,34 +409,36 @@ class ChatFlows(Generic[K]):
         card = outcome.card
         # Memory first, then the platform: an event handled while a call is in flight sees the new state.
         if card is None:
-            self.state.replies.pop(key)
+            await self.state.replies.pop(key)
             self.state.reply_sources.pop(self.reply_key(reply))
             await self._remove(reply, replier)
             return
-        self._remember(key, PostedReply(reply.channel, reply.reply_id, card.record_id, paste_digest(text)))
+        await self._remember(
+            key, PostedReply(reply.channel, reply.reply_id, card.record_id, paste_digest(text))
+        )
         done = await replier.update(reply, card)
         if done is Update.DONE:
             return
         gone = done is Update.GONE
         if gone:
-            self.forget(self.reply_key(reply))
+            await self.forget(self.reply_key(reply))
         else:
-            self._remember(key, reply)  # it still shows what it showed
-        undo_edit(
+            await self._remember(key, reply)  # it still shows what it showed
+        await undo_edit(
             self.state.gate, reply.channel, shown=card.record_id, previous=reply.record_id, reply_gone=gone
         )
 
     async def deleted(self, key: K, replier: Replier) -> None:
         """A deleted paste takes our reply with it (and frees the cooldown); a deleted reply is forgotten."""
-        reply = self.state.replies.pop(key)
-        self.forget(key)
+        reply = await self.state.replies.pop(key)
+        await self.forget(key)
         if reply is not None:
             self.state.reply_sources.pop(self.reply_key(reply))
             await self._remove(reply, replier)
 
     async def _remove(self, reply: PostedReply, replier: Replier) -> None:
         await replier.delete(reply)
-        self.state.gate.release(reply.channel, reply.record_id)
+        await self.state.gate.release(reply.channel, reply.record_id)
 
     # -- the card's buttons -----------------------------------------------------------------------------
 

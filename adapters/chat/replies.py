@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import redis
+import redis.asyncio
 
 from adapters.redis_memory import RedisKeyedMemory
 
@@ -44,7 +44,7 @@ class PostedReply:
         return cls(*values)
 
 
-def shared_replies(client: redis.Redis, prefix: str) -> dict[str, Any]:
+def shared_replies(client: redis.asyncio.Redis, prefix: str) -> dict[str, Any]:
     """The part of a chat state that replicas share in Redis besides dedupe and cooldowns: the unasked
     replies, so an edit or deletion delivered to any replica updates or removes the card."""
     replies = RedisKeyedMemory(

@@ -244,9 +244,9 @@ class PanicHandlers:
         self.state.observer.api_error(PLATFORM, _error_name(exc))
         log.warning(f"{what} failed: %s", *context, _refusal(exc))
 
-    def too_many(self, user_id: int) -> bool:
+    async def too_many(self, user_id: int) -> bool:
         """True when this user has asked more than the per-user limit allows (one person cannot flood)."""
-        return self.flows.too_many(str(user_id))
+        return await self.flows.too_many(str(user_id))
 
     # -- reading pastes -----------------------------------------------------------------------------------
 
@@ -357,7 +357,7 @@ class PanicHandlers:
     async def on_mention(self, message: discord.Message) -> None:
         """The card for the paste in the mention, else for the message it replies to. Over the per-user
         limit, nothing: a public "slow down" would be one more message in the channel."""
-        if self.too_many(message.author.id):
+        if await self.too_many(message.author.id):
             return
         text = await self.paste_text(message)
         reference = message.reference
@@ -399,7 +399,7 @@ class PanicHandlers:
         """An edited paste: the reply is matched again and edited, or removed when it no longer applies."""
         if not self.state.track():
             return
-        if self.state.replies.get(payload.message_id) is None:
+        if await self.state.replies.get(payload.message_id) is None:
             return  # not a paste we answered: its attachments are not read
         text = await self.paste_text(payload.message)
         replier = DiscordReplier(self, payload.message.author.id, guild_id=payload.guild_id)
@@ -422,7 +422,7 @@ class PanicHandlers:
         """Private unless asked otherwise: a paste may hold more than the asker wants to show."""
         if not self.state.track():
             return
-        if self.too_many(interaction.user.id):
+        if await self.too_many(interaction.user.id):
             await self.respond(interaction, render.error_message(chat.RATE_LIMITED_MESSAGE), ephemeral=True)
             return
         message = await self.answer(query, ephemeral=not public, asker_id=interaction.user.id)
@@ -520,7 +520,7 @@ class PanicHandlers:
         message = interaction.message
         if message is None:
             return
-        self.flows.forget(message.id)
+        await self.flows.forget(message.id)
         await self._defer_update(interaction)
         await self._delete(message.channel.id, message.id, "dismissed card")
 

@@ -230,7 +230,7 @@ class DiscordPlatform:
 
     async def start(self, host: Host, settings: DiscordSettings, options: ServeOptions) -> DiscordState:
         cooldown_seconds = settings.discord_auto_reply_cooldown_seconds
-        shared = host.shared_state("panicbot:discord", cooldown_seconds)
+        shared = await host.shared_state("panicbot:discord", cooldown_seconds)
         state = DiscordState(
             cooldown_seconds=cooldown_seconds,
             feedback=host.feedback,

@@ -42,7 +42,7 @@ from adapters.github.api import (
     TokenAuth,
 )
 from adapters.github.settings import GitHubSettings, load_github_settings, read_private_key
-from adapters.local_memory import ExpiringMap, KeyedMemory
+from adapters.local_memory import ExpiringMap, KeyedMemory, LocalMemory
 from adapters.outbox import Outbox, OutboxEntry, OutboxWorker, TryLater
 from adapters.platforms import Host, ServeOptions, until_reachable
 from adapters.redis_memory import RedisKeyedMemory
@@ -125,7 +125,7 @@ class GitHubState(chat.ChatState[str]):
         super().__post_init__()
         self.outbox: OutboxWorker | None = None  # answers the deliveries acknowledged (set at start)
         if self.handled is None:
-            self.handled = ExpiringMap(COOLDOWN_SECONDS, 100_000, self.clock)
+            self.handled = LocalMemory(COOLDOWN_SECONDS, 100_000, self.clock)
 
     @property
     def newest(self) -> KeyedMemory[tuple[str, ...], Handled]:
@@ -293,7 +293,7 @@ class GitHubHandlers:
             repo, number, _id(_dict(payload.get("installation")).get("id")), "pull_request" in issue_info
         )
         action = _text(payload.get("action"))
-        if self.stale(event, action, issue, payload):
+        if await self.stale(event, action, issue, payload):
             log.info("delivery %s is older than what was handled already: it changes nothing", delivery)
             return
         sender = _dict(payload.get("sender"))
@@ -306,7 +306,7 @@ class GitHubHandlers:
             await self.on_comment(action, issue, comment, issue_info, author, by_bot=by_bot, resumed=resumed)
         await self.read_votes_of(issue)
 
-    def stale(self, event: str, action: str, issue: Issue, payload: dict[str, Any]) -> bool:
+    async def stale(self, event: str, action: str, issue: Issue, payload: dict[str, Any]) -> bool:
         """Whether this event is older than the newest one handled for its issue or comment (then it
         changes nothing); when it is the newest, it is remembered as such. Only the actions the bot acts
         on count: a label changes `updated_at` but not the text."""
@@ -324,9 +324,9 @@ class GitHubHandlers:
         if not updated_at:
             return False
         this = Handled(updated_at, paste_digest(_text(target.get("body"))), action == "deleted")
-        if is_stale(this, self.state.newest.get((key,))):
+        if is_stale(this, await self.state.newest.get((key,))):
             return True
-        self.state.newest.put((key,), this)
+        await self.state.newest.put((key,), this)
         return False
 
     def auto_reply(self, issue: Issue) -> bool:
@@ -346,7 +346,7 @@ class GitHubHandlers:
     ) -> None:
         key = issue.key
         if action == "deleted":  # its comments went with it
-            reply = self.state.replies.pop(key)
+            reply = await self.state.replies.pop(key)
             if reply is not None:
                 self.untrack(reply.reply_id)
             return
@@ -405,9 +405,9 @@ class GitHubHandlers:
         """An edited paste: its card follows (edited, or deleted when the panic is gone). A card this
         process does not remember is looked for on the issue by its marker; a paste that had none and now
         holds a panic gets one."""
-        if self.state.replies.get(paste.key) is None:
+        if await self.state.replies.get(paste.key) is None:
             await self.recover(paste.key, source, issue)
-        if self.state.replies.get(paste.key) is None:
+        if await self.state.replies.get(paste.key) is None:
             await self.flows.unasked_reply(paste, replier)
             return
         await self.flows.edited(paste.key, paste.text, replier)
@@ -416,13 +416,15 @@ class GitHubHandlers:
         """Our comment answering `source`, found again by its marker (after a restart without Redis)."""
         found = await self.find_own(source, issue)
         if found is not None:
-            self._recovered(key, issue, *found)
+            await self._recovered(key, issue, *found)
 
-    def _recovered(self, key: str, issue: Issue, comment_id: str, marker: render.Marker) -> None:
+    async def _recovered(self, key: str, issue: Issue, comment_id: str, marker: render.Marker) -> None:
         if marker.record_id == render.NO_RECORD:
             return  # an answer to a mention without a card: nothing to follow
-        self.state.replies.put(key, chat.PostedReply(issue.key, comment_id, marker.record_id, marker.digest))
-        self.state.gate.allow(issue.key, marker.record_id)
+        await self.state.replies.put(
+            key, chat.PostedReply(issue.key, comment_id, marker.record_id, marker.digest)
+        )
+        await self.state.gate.allow(issue.key, marker.record_id)
         self.track(issue, comment_id, marker.record_id)
 
     async def find_own(self, source: str, issue: Issue) -> tuple[str, render.Marker] | None:
@@ -448,12 +450,12 @@ class GitHubHandlers:
         """Whether one of our comments on the issue already answers `source` (found by its marker): a
         delivery resumed after its replica stopped or died may have been answered just before. An unasked
         card found so is remembered (`remember`), to follow the paste's edits."""
-        if self.state.replies.get(key) is None:
+        if await self.state.replies.get(key) is None:
             found = await self.find_own(source, issue)
             if found is None:
                 return False
             if remember:
-                self._recovered(key, issue, *found)
+                await self._recovered(key, issue, *found)
         log.info("%s on %s was answered before: not again", source, issue.key)
         return True
 
@@ -464,7 +466,7 @@ class GitHubHandlers:
         self, issue: Issue, comment_id: int, body: str, issue_body: str, author: str
     ) -> None:
         """`@panicbot` in a comment: the card for what the comment holds or quotes, else for the issue."""
-        if self.flows.too_many(author):
+        if await self.flows.too_many(author):
             return  # GitHub has no private note: a public "slow down" would be one more comment
         text = self.mention.sub(" ", body).strip()
         answer = await self.flows.answer_off_loop(text) if text else None
@@ -522,7 +524,7 @@ class GitHubHandlers:
     async def read_votes_of(self, issue: Issue) -> None:
         """The votes on the bot's comments on this issue (reactions come with no event of their own)."""
         tracked = [entry for entry in self.recent.values() if entry.issue.key == issue.key]
-        remembered = self.state.replies.get(issue.key)  # another replica's card on the description
+        remembered = await self.state.replies.get(issue.key)  # another replica's card on the description
         if remembered is not None and all(entry.comment_id != remembered.reply_id for entry in tracked):
             tracked.append(_Tracked(issue, remembered.reply_id, remembered.record_id))
         for entry in tracked:
@@ -648,7 +650,7 @@ def add_github_routes(
         if state.stopping:
             # A failed delivery can be redelivered from the app's settings; a dropped one is lost.
             return _refused(503, "stopping")
-        if not handlers.flows.first_time(f"delivery:{delivery}"):
+        if not await handlers.flows.first_time(f"delivery:{delivery}"):
             log.info("delivery %s already handled; acknowledging the redelivery", delivery)
             return web.json_response({"ok": True, "duplicate": True})
         # Redacting a megabyte of text takes a while: not on the event loop.
@@ -661,7 +663,7 @@ def add_github_routes(
             await outbox.add(entry)
         except Exception as exc:
             # Not stored, not acknowledged: GitHub records a failed delivery, which can be redelivered.
-            state.dedupe.forget(f"delivery:{delivery}")
+            await state.dedupe.forget(f"delivery:{delivery}")
             log.error("delivery %s not stored in the outbox (%s): answered 503", delivery, exc)
             return _refused(503, "cannot store the delivery")
         worker.wake()
@@ -726,7 +728,7 @@ class GitHubPlatform:
         return load_github_settings()
 
     async def start(self, host: Host, settings: GitHubSettings, options: ServeOptions) -> GitHubState:
-        shared = host.shared_state("panicbot:github", COOLDOWN_SECONDS, more=shared_github_state)
+        shared = await host.shared_state("panicbot:github", COOLDOWN_SECONDS, more=shared_github_state)
         state = GitHubState(
             cooldown_seconds=COOLDOWN_SECONDS, observer=host.observer, feedback=host.feedback, **shared
         )

@@ -221,6 +221,7 @@ class Service:
         self._drains: list[Any] = []
         self._drains_before_close: list[Any] = []
         self._redis_parts: list[Any] = []
+        self._shared_clients: list[Any] = []  # Redis clients of the shared state: closed after the drains
         self.states: dict[str, Any] = {}  # each platform's ChatState, once started
         self._stop = asyncio.Event()
         self._hurry = asyncio.Event()
@@ -255,10 +256,10 @@ class Service:
 
     # -- what a platform is offered while it starts (adapters.platforms.Host) ---------------------------
 
-    def shared_state(
+    async def shared_state(
         self, prefix: str, cooldown_seconds: float, more: Callable[[Any, str], dict[str, Any]] | None = None
     ) -> dict[str, Any]:
-        return self._shared_state(prefix, cooldown_seconds, more)
+        return await self._shared_state(prefix, cooldown_seconds, more)
 
     def outbox(self, platform: str) -> Outbox:
         if self.settings.redis_url is not None:
@@ -310,7 +311,7 @@ class Service:
         task.add_done_callback(ended)
         self._tasks.append(task)
 
-    def _shared_state(
+    async def _shared_state(
         self,
         prefix: str,
         cooldown_seconds: float,
@@ -325,15 +326,18 @@ class Service:
             RedisCooldown,
             RedisEventDeduper,
             RedisRateLimiter,
-            redis_from_url,
+            async_redis_from_url,
+            redacted_url,
             redis_reachable,
         )
 
         try:
-            client = redis_from_url(self.settings.redis_url.get_secret_value())
+            client = async_redis_from_url(self.settings.redis_url.get_secret_value())
         except ValueError as exc:
             raise ServiceError(str(exc)) from None
-        if not redis_reachable(client):
+        self._shared_clients.append(client)
+        log.info("shared state in Redis at %s", redacted_url(self.settings.redis_url.get_secret_value()))
+        if not await redis_reachable(client):
             log.warning(
                 "Redis is not reachable now: dedupe and cooldowns fall back to this process until it is"
             )
@@ -464,6 +468,9 @@ class Service:
             await runner.cleanup()  # waits up to shutdown_timeout for requests in flight
         for drain in self._drains:
             await drain(grace)  # replies already acknowledged get their answer
+        for client in self._shared_clients:  # the drained replies used it to the end
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.aclose(), timeout=grace)
         await asyncio.to_thread(PASTE_READERS.close)
         await asyncio.to_thread(self.store_observer.close)
         if runner is not None:

@@ -338,7 +338,7 @@ class _Handlers:
     async def drop_redelivered_events(self, body: dict[str, Any], next: Any) -> BoltResponse | None:
         """Slack re-delivers an event it thinks was missed; the first delivery that reached us wins."""
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if isinstance(event_id, str) and not self.flows.first_time(event_id):
+        if isinstance(event_id, str) and not await self.flows.first_time(event_id):
             log.info("event %s already handled; acknowledging the re-delivery", event_id)
             return BoltResponse(status=200, body="", headers={"x-slack-no-retry": "1"})
         await next()
@@ -381,7 +381,7 @@ class _Handlers:
         channel = event.get("channel", "")
         thread_ts = event.get("thread_ts") or event.get("ts")
         user = event.get("user", "")
-        if self.flows.too_many(user):
+        if await self.flows.too_many(user):
             try:
                 await client.chat_postEphemeral(
                     channel=channel, user=user, text=chat.RATE_LIMITED_MESSAGE, thread_ts=thread_ts

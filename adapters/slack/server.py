@@ -359,7 +359,7 @@ class SlackPlatform:
 
     async def start(self, host: Host, settings: SlackSettings, options: ServeOptions) -> SlackState:
         cooldown = settings.slack_auto_reply_cooldown_seconds
-        shared = host.shared_state("panicbot:slack", cooldown, more=shared_replies)
+        shared = await host.shared_state("panicbot:slack", cooldown, more=shared_replies)
         state = SlackState(
             cooldown_seconds=cooldown, observer=host.observer, feedback=host.feedback, **shared
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from adapters.answers import EditedReply, follow_edit, paste_digest, unasked_card
 from adapters.local_memory import Cooldown
 from bot.card import Card
@@ -32,9 +34,21 @@ AVG_POOL_ID = "8d1d2fa6df3880bd"
 
 def edit_avg_pool_reply(gate: Cooldown, text: str) -> EditedReply | None:
     """The avg-pool paste, answered in C1, edited to `text`."""
-    return follow_edit(
-        record_id=AVG_POOL_ID, digest=paste_digest(AVG_POOL), text=text, answer=answer, gate=gate, place="C1"
+    return asyncio.run(
+        follow_edit(
+            record_id=AVG_POOL_ID,
+            digest=paste_digest(AVG_POOL),
+            text=text,
+            answer=answer,
+            gate=gate,
+            place="C1",
+        )
     )
+
+
+def allow(gate: Cooldown, record_id: str) -> bool:
+    """Whether the gate lets a reply of `record_id` out in C1 now (and holds it when it does)."""
+    return asyncio.run(gate.allow("C1", record_id))
 
 
 def test_only_a_paste_confident_enough_gets_an_unasked_card() -> None:
@@ -46,36 +60,36 @@ def test_only_a_paste_confident_enough_gets_an_unasked_card() -> None:
 
 def test_an_edit_that_keeps_the_text_changes_nothing() -> None:
     gate = Cooldown(600, Clock())
-    assert gate.allow("C1", AVG_POOL_ID)
+    assert allow(gate, AVG_POOL_ID)
     assert edit_avg_pool_reply(gate, AVG_POOL) is None
-    assert not gate.allow("C1", AVG_POOL_ID)  # still cooling down
+    assert not allow(gate, AVG_POOL_ID)  # still cooling down
 
 
 def test_an_edit_to_another_panic_moves_the_cooldown_to_its_record() -> None:
     gate = Cooldown(600, Clock())
     deform = answer(DEFORM)
     assert deform is not None
-    gate.allow("C1", AVG_POOL_ID)
+    allow(gate, AVG_POOL_ID)
     assert edit_avg_pool_reply(gate, DEFORM) == EditedReply(deform)
-    assert gate.allow("C1", AVG_POOL_ID)  # released: the reply no longer shows it
-    assert not gate.allow("C1", deform.record_id)  # taken by the reply
+    assert allow(gate, AVG_POOL_ID)  # released: the reply no longer shows it
+    assert not allow(gate, deform.record_id)  # taken by the reply
 
 
 def test_an_edit_that_no_longer_warrants_a_reply_removes_it_and_frees_the_record() -> None:
     gate = Cooldown(600, Clock())
-    gate.allow("C1", AVG_POOL_ID)
+    allow(gate, AVG_POOL_ID)
     assert edit_avg_pool_reply(gate, "never mind, fixed it") == EditedReply(None)
-    assert gate.allow("C1", AVG_POOL_ID)
+    assert allow(gate, AVG_POOL_ID)
 
 
 def test_an_edit_to_a_record_another_reply_shows_removes_this_reply() -> None:
     gate = Cooldown(600, Clock())
     deform = answer(DEFORM)
     assert deform is not None
-    gate.allow("C1", AVG_POOL_ID)
-    gate.allow("C1", deform.record_id)  # another paste's reply shows deform conv in this channel
+    allow(gate, AVG_POOL_ID)
+    allow(gate, deform.record_id)  # another paste's reply shows deform conv in this channel
     assert edit_avg_pool_reply(gate, DEFORM) == EditedReply(None)
-    assert gate.allow("C1", AVG_POOL_ID)  # nothing shows avg pool any more
+    assert allow(gate, AVG_POOL_ID)  # nothing shows avg pool any more
 
 
 def test_a_digest_tells_texts_apart_in_16_characters() -> None:

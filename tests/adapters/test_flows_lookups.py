@@ -113,7 +113,9 @@ def test_asked_lookups_of_large_pastes_never_stall_the_loop() -> None:
     state: ChatState[str] = ChatState()
     flows = ChatFlows("test", core, state, reply_key=lambda reply: reply.reply_id)  # type: ignore[arg-type]
     large = "thread 'main' panicked at src/lib.rs:1:1:\n" + "x" * 1_000_000
-    state.replies.put("m1", PostedReply("C1", "r1", "some-record", "digest of what it said before"))
+    asyncio.run(
+        state.replies.put("m1", PostedReply("C1", "r1", "some-record", "digest of what it said before"))
+    )
     replier = Deletes()
 
     async def read() -> str:
@@ -137,4 +139,6 @@ def test_asked_lookups_of_large_pastes_never_stall_the_loop() -> None:
     assert lag < LOOKUP_SECONDS * 0.66, lag
     assert core.started == 4
     assert [answered.kind, asked.kind, explained.kind] == ["no_match"] * 3
-    assert state.replies.get("m1") is None and [reply.reply_id for reply in replier.deleted] == ["r1"]
+    assert asyncio.run(state.replies.get("m1")) is None and [reply.reply_id for reply in replier.deleted] == [
+        "r1"
+    ]

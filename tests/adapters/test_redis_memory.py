@@ -16,16 +16,16 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import aiohttp
 import pytest
 import redis
 from aiohttp import web
+from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.signature import SignatureVerifier
 
 from adapters.chat import PostedReply, shared_replies
@@ -36,9 +36,8 @@ from adapters.redis_memory import (
     RedisEventDeduper,
     RedisKeyedMemory,
     RedisRateLimiter,
+    async_redis_from_url,
     redacted_url,
-    redis_from_url,
-    redis_reachable,
 )
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.server import build_web_application
@@ -63,6 +62,7 @@ AVG_POOL_PASTE = (
     "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
 )
 SCENARIO_TIMEOUT = 15.0
+T = TypeVar("T")
 
 _ids = itertools.count(1)
 
@@ -80,9 +80,12 @@ class FakeClock:
 
 @pytest.fixture(scope="module")
 def redis_client() -> Iterator[redis.Redis]:
-    """The shared Redis on 127.0.0.1:6379: a failure under CI, a skip elsewhere when it is not running."""
-    client = redis_from_url(REDIS_URL)
-    if not redis_reachable(client):
+    """The shared Redis on 127.0.0.1:6379, read by the tests to see what the objects under test wrote (a
+    plain synchronous client): a failure under CI, a skip elsewhere when it is not running."""
+    client = redis.Redis.from_url(REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
+    try:
+        client.ping()
+    except redis.RedisError:
         client.close()
         reason = f"no Redis answering at {REDIS_URL} (start redis-server; CI provides one)"
         if os.environ.get("CI"):
@@ -110,10 +113,37 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def dead_client() -> Iterator[redis.Redis]:
-    client = redis_from_url(f"redis://{HOST}:{free_port()}/0")
-    yield client
-    client.close()
+def on_loop() -> Iterator[Callable[[Awaitable[T]], T]]:
+    """Runs a coroutine to its end on the test's one event loop (the clients below live on it)."""
+    loop = asyncio.new_event_loop()
+    yield loop.run_until_complete
+    loop.close()
+
+
+@pytest.fixture
+def new_client(on_loop: Callable[[Awaitable[Any]], Any]) -> Iterator[Callable[..., AsyncRedis]]:
+    """Makes redis.asyncio clients as the service does (`async_redis_from_url`), closed after the test;
+    one per replica, as separate processes have."""
+    made: list[AsyncRedis] = []
+
+    def make(url: str = REDIS_URL, **options: Any) -> AsyncRedis:
+        made.append(async_redis_from_url(url, **options))
+        return made[-1]
+
+    yield make
+    for client in made:
+        on_loop(client.aclose())
+
+
+@pytest.fixture
+def aredis(redis_client: redis.Redis, new_client: Callable[..., AsyncRedis]) -> AsyncRedis:
+    """The client under test, on the Redis that `redis_client` reads."""
+    return new_client()
+
+
+@pytest.fixture
+def dead_client(new_client: Callable[..., AsyncRedis]) -> AsyncRedis:
+    return new_client(f"redis://{HOST}:{free_port()}/0")
 
 
 def warnings_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -124,149 +154,195 @@ def warnings_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_event_deduper_answers_the_first_delivery_across_replicas(
-    redis_client: redis.Redis, prefix: str
+    redis_client: redis.Redis,
+    aredis: AsyncRedis,
+    new_client: Callable[..., AsyncRedis],
+    prefix: str,
+    on_loop: Callable[[Awaitable[Any]], Any],
 ) -> None:
-    replica_a = RedisEventDeduper(redis_client, prefix)
-    replica_b = RedisEventDeduper(redis_from_url(REDIS_URL), prefix)
-    assert replica_a.first_time("Ev1") is True
-    assert replica_b.first_time("Ev1") is False  # Slack's retry, on the other replica
-    assert replica_a.first_time("Ev1") is False
-    assert replica_b.first_time("Ev2") is True
+    replica_a = RedisEventDeduper(aredis, prefix)
+    replica_b = RedisEventDeduper(new_client(), prefix)
+    assert on_loop(replica_a.first_time("Ev1")) is True
+    assert on_loop(replica_b.first_time("Ev1")) is False  # Slack's retry, on the other replica
+    assert on_loop(replica_a.first_time("Ev1")) is False
+    assert on_loop(replica_b.first_time("Ev2")) is True
     assert redis_client.exists(f"{prefix}:event:Ev1") == 1
     assert (replica_a.failures, replica_b.failures, replica_a.fallbacks) == (0, 0, 0)
 
 
-def test_event_deduper_keys_expire(redis_client: redis.Redis, prefix: str) -> None:
-    RedisEventDeduper(redis_client, prefix).first_time("EvDefault")
+def test_event_deduper_keys_expire(
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
+    on_loop(RedisEventDeduper(aredis, prefix).first_time("EvDefault"))
     assert 0 < redis_client.ttl(f"{prefix}:event:EvDefault") <= EVENT_TTL_SECONDS == 900
-    RedisEventDeduper(redis_client, prefix, ttl_seconds=30).first_time("EvShort")
+    on_loop(RedisEventDeduper(aredis, prefix, ttl_seconds=30).first_time("EvShort"))
     assert 0 < redis_client.ttl(f"{prefix}:event:EvShort") <= 30
 
 
 def test_event_deduper_keeps_its_own_record_when_redis_loses_the_key(
-    redis_client: redis.Redis, prefix: str
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
 ) -> None:
-    replica = RedisEventDeduper(redis_client, prefix)
-    assert replica.first_time("EvLost")
+    replica = RedisEventDeduper(aredis, prefix)
+    assert on_loop(replica.first_time("EvLost"))
     redis_client.delete(f"{prefix}:event:EvLost")  # a Redis restart without persistence, say
-    assert replica.first_time("EvLost") is False  # this replica handled it: still once
+    assert on_loop(replica.first_time("EvLost")) is False  # this replica handled it: still once
     # and Redis learns it again, so a retry balanced to another replica is dropped too
     assert redis_client.exists(f"{prefix}:event:EvLost") == 1
-    assert RedisEventDeduper(redis_client, prefix).first_time("EvLost") is False
+    assert on_loop(RedisEventDeduper(aredis, prefix).first_time("EvLost")) is False
 
 
-def test_cooldown_is_shared_per_channel_and_record(redis_client: redis.Redis, prefix: str) -> None:
-    replica_a = RedisCooldown(redis_client, prefix, 600)
-    replica_b = RedisCooldown(redis_from_url(REDIS_URL), prefix, 600)
-    assert replica_a.allow(AUTO, "rec1") is True
-    assert replica_b.allow(AUTO, "rec1") is False
-    assert replica_a.allow(AUTO, "rec1") is False
-    assert replica_b.allow(AUTO, "rec2") is True  # another record
-    assert replica_b.allow("COTHER", "rec1") is True  # another channel
+def test_cooldown_is_shared_per_channel_and_record(
+    redis_client: redis.Redis,
+    aredis: AsyncRedis,
+    new_client: Callable[..., AsyncRedis],
+    prefix: str,
+    on_loop: Callable[[Awaitable[Any]], Any],
+) -> None:
+    replica_a = RedisCooldown(aredis, prefix, 600)
+    replica_b = RedisCooldown(new_client(), prefix, 600)
+    assert on_loop(replica_a.allow(AUTO, "rec1")) is True
+    assert on_loop(replica_b.allow(AUTO, "rec1")) is False
+    assert on_loop(replica_a.allow(AUTO, "rec1")) is False
+    assert on_loop(replica_b.allow(AUTO, "rec2")) is True  # another record
+    assert on_loop(replica_b.allow("COTHER", "rec1")) is True  # another channel
     assert 590_000 < redis_client.pttl(f"{prefix}:cooldown:{AUTO}:rec1") <= 600_000
-    replica_a.release(AUTO, "rec1")  # the reply failed or was deleted
+    on_loop(replica_a.release(AUTO, "rec1"))  # the reply failed or was deleted
     assert redis_client.exists(f"{prefix}:cooldown:{AUTO}:rec1") == 0
-    assert replica_b.allow(AUTO, "rec1") is True
+    assert on_loop(replica_b.allow(AUTO, "rec1")) is True
     assert replica_a.failures == replica_b.failures == 0
 
 
 def test_a_cooldown_released_on_one_replica_is_free_on_the_other(
-    redis_client: redis.Redis, prefix: str
+    aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
 ) -> None:
-    replica_a, replica_b = RedisCooldown(redis_client, prefix, 600), RedisCooldown(redis_client, prefix, 600)
-    assert replica_a.allow("C1", "avg-pool")
-    replica_b.release("C1", "avg-pool")  # B removed the reply that held it
-    assert replica_a.allow("C1", "avg-pool")  # A's own memory of its hold does not outlast Redis
-    assert not replica_b.allow("C1", "avg-pool")
+    replica_a, replica_b = RedisCooldown(aredis, prefix, 600), RedisCooldown(aredis, prefix, 600)
+    assert on_loop(replica_a.allow("C1", "avg-pool"))
+    on_loop(replica_b.release("C1", "avg-pool"))  # B removed the reply that held it
+    assert on_loop(replica_a.allow("C1", "avg-pool"))  # A's own memory of its hold does not outlast Redis
+    assert not on_loop(replica_b.allow("C1", "avg-pool"))
 
 
-def test_cooldown_ends_after_its_time(redis_client: redis.Redis, prefix: str) -> None:
-    replica_a, replica_b = RedisCooldown(redis_client, prefix, 0.2), RedisCooldown(redis_client, prefix, 0.2)
-    assert replica_a.allow(AUTO, "rec1")
-    assert not replica_b.allow(AUTO, "rec1")
+def test_cooldown_ends_after_its_time(
+    aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
+    replica_a, replica_b = RedisCooldown(aredis, prefix, 0.2), RedisCooldown(aredis, prefix, 0.2)
+    assert on_loop(replica_a.allow(AUTO, "rec1"))
+    assert not on_loop(replica_b.allow(AUTO, "rec1"))
     time.sleep(0.3)
-    assert replica_b.allow(AUTO, "rec1")
+    assert on_loop(replica_b.allow(AUTO, "rec1"))
 
 
-def test_cooldown_of_zero_seconds_always_allows(redis_client: redis.Redis, prefix: str) -> None:
-    gate = RedisCooldown(redis_client, prefix, 0)
-    assert gate.allow(AUTO, "rec1") and gate.allow(AUTO, "rec1")
+def test_cooldown_of_zero_seconds_always_allows(
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
+    gate = RedisCooldown(aredis, prefix, 0)
+    assert on_loop(gate.allow(AUTO, "rec1")) and on_loop(gate.allow(AUTO, "rec1"))
     assert gate.failures == 0
     assert list(redis_client.scan_iter(match=f"{prefix}:*")) == []
 
 
-def test_rate_limiter_counts_per_user_across_replicas(redis_client: redis.Redis, prefix: str) -> None:
-    replica_a = RedisRateLimiter(redis_client, prefix, limit=3, window_seconds=60)
-    replica_b = RedisRateLimiter(redis_from_url(REDIS_URL), prefix, limit=3, window_seconds=60)
-    answers = [replica_a.allow(USER), replica_b.allow(USER), replica_a.allow(USER), replica_b.allow(USER)]
+def test_rate_limiter_counts_per_user_across_replicas(
+    redis_client: redis.Redis,
+    aredis: AsyncRedis,
+    new_client: Callable[..., AsyncRedis],
+    prefix: str,
+    on_loop: Callable[[Awaitable[Any]], Any],
+) -> None:
+    replica_a = RedisRateLimiter(aredis, prefix, limit=3, window_seconds=60)
+    replica_b = RedisRateLimiter(new_client(), prefix, limit=3, window_seconds=60)
+    answers = [
+        on_loop(replica_a.allow(USER)),
+        on_loop(replica_b.allow(USER)),
+        on_loop(replica_a.allow(USER)),
+        on_loop(replica_b.allow(USER)),
+    ]
     assert answers == [True, True, True, False]
-    assert replica_a.allow(USER) is False
-    assert replica_b.allow("UOTHER") is True
+    assert on_loop(replica_a.allow(USER)) is False
+    assert on_loop(replica_b.allow("UOTHER")) is True
     assert 59_000 < redis_client.pttl(f"{prefix}:rate:{USER}") <= 60_000
     assert replica_a.failures == replica_b.failures == 0
 
 
-def test_rate_limiter_window_starts_again(redis_client: redis.Redis, prefix: str) -> None:
-    limiter = RedisRateLimiter(redis_client, prefix, limit=1, window_seconds=0.2)
-    assert [limiter.allow(USER), limiter.allow(USER)] == [True, False]
+def test_rate_limiter_window_starts_again(
+    aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
+    limiter = RedisRateLimiter(aredis, prefix, limit=1, window_seconds=0.2)
+    assert [on_loop(limiter.allow(USER)), on_loop(limiter.allow(USER))] == [True, False]
     time.sleep(0.3)
-    assert limiter.allow(USER) is True
+    assert on_loop(limiter.allow(USER)) is True
 
 
-def test_rate_limiter_is_atomic_under_concurrent_calls(redis_client: redis.Redis, prefix: str) -> None:
-    limiters = [RedisRateLimiter(redis_from_url(REDIS_URL), prefix, 5, 60) for _ in range(4)]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        answers = list(pool.map(lambda n: limiters[n % 4].allow(USER), range(40)))
+def test_rate_limiter_is_atomic_under_concurrent_calls(
+    redis_client: redis.Redis,
+    new_client: Callable[..., AsyncRedis],
+    prefix: str,
+    on_loop: Callable[[Awaitable[Any]], Any],
+) -> None:
+    limiters = [RedisRateLimiter(new_client(), prefix, 5, 60) for _ in range(4)]
+
+    # 40 requests in flight at once over four connections, as four replicas would send them.
+    async def all_at_once() -> list[bool]:
+        return await asyncio.gather(*(limiters[n % 4].allow(USER) for n in range(40)))
+
+    answers = on_loop(all_at_once())
     assert answers.count(True) == 5
     assert redis_client.get(f"{prefix}:rate:{USER}") == b"40"
 
 
-def test_rate_limiter_heals_a_key_without_expiry(redis_client: redis.Redis, prefix: str) -> None:
+def test_rate_limiter_heals_a_key_without_expiry(
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
     redis_client.set(f"{prefix}:rate:{USER}", 7)  # left without TTL by hand: must not block forever
-    RedisRateLimiter(redis_client, prefix, 3, 60).allow(USER)
+    on_loop(RedisRateLimiter(aredis, prefix, 3, 60).allow(USER))
     assert 0 < redis_client.pttl(f"{prefix}:rate:{USER}") <= 60_000
 
 
-def reply_memory(client: redis.Redis, prefix: str, clock: Any = time.monotonic) -> Any:
+def reply_memory(client: AsyncRedis, prefix: str, clock: Any = time.monotonic) -> Any:
     return RedisKeyedMemory(
         client, prefix, "reply", 3600, PostedReply.to_json, PostedReply.from_json, clock=clock
     )
 
 
-def test_keyed_memory_is_shared_and_popped_once(redis_client: redis.Redis, prefix: str) -> None:
-    replica_a, replica_b = reply_memory(redis_client, prefix), reply_memory(redis_client, prefix)
+def test_keyed_memory_is_shared_and_popped_once(
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
+    replica_a, replica_b = reply_memory(aredis, prefix), reply_memory(aredis, prefix)
     posted = PostedReply("C1", "1710000000.000200", "avg-pool", "digest")
-    replica_a.put(("C1", "1710000000.000100"), posted)
-    assert replica_b.get(("C1", "1710000000.000100")) == posted
-    assert replica_b.pop(("C1", "1710000000.000100")) == posted
+    on_loop(replica_a.put(("C1", "1710000000.000100"), posted))
+    assert on_loop(replica_b.get(("C1", "1710000000.000100"))) == posted
+    assert on_loop(replica_b.pop(("C1", "1710000000.000100"))) == posted
     assert redis_client.get(f"{prefix}:reply:C1:1710000000.000100") is None
-    assert replica_b.get(("C1", "1710000000.000100")) is None
-    replica_a.put(("C1", "1"), posted)
+    assert on_loop(replica_b.get(("C1", "1710000000.000100"))) is None
+    on_loop(replica_a.put(("C1", "1"), posted))
     assert 3500 < redis_client.ttl(f"{prefix}:reply:C1:1") <= 3600
 
 
 def test_keyed_memory_trusts_redis_over_its_own_copy(
-    redis_client: redis.Redis, prefix: str, dead_client: redis.Redis
+    aredis: AsyncRedis, dead_client: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
 ) -> None:
-    replica_a, replica_b = reply_memory(redis_client, prefix), reply_memory(redis_client, prefix)
+    replica_a, replica_b = reply_memory(aredis, prefix), reply_memory(aredis, prefix)
     posted = PostedReply("C1", "2", "avg-pool")
-    replica_a.put(("C1", "1"), posted)
-    assert replica_b.pop(("C1", "1")) == posted  # B deleted the reply
-    assert replica_a.get(("C1", "1")) is None  # A's copy is stale: Redis says it is gone
-    assert replica_a.pop(("C1", "1")) is None
+    on_loop(replica_a.put(("C1", "1"), posted))
+    assert on_loop(replica_b.pop(("C1", "1"))) == posted  # B deleted the reply
+    assert on_loop(replica_a.get(("C1", "1"))) is None  # A's copy is stale: Redis says it is gone
+    assert on_loop(replica_a.pop(("C1", "1"))) is None
     # Written while Redis was down: once Redis answers again, this replica's copy is the only one.
     healthy = replica_a.client
     replica_a.client = dead_client
-    replica_a.put(("C1", "3"), posted)
+    on_loop(replica_a.put(("C1", "3"), posted))
     replica_a.client, replica_a._paused_until = healthy, float("-inf")
-    assert replica_a.get(("C1", "3")) == posted
-    assert replica_a.pop(("C1", "3")) == posted
+    assert on_loop(replica_a.get(("C1", "3"))) == posted
+    assert on_loop(replica_a.pop(("C1", "3"))) == posted
 
 
 def test_keyed_memory_ignores_what_it_cannot_read(
-    redis_client: redis.Redis, prefix: str, caplog: pytest.LogCaptureFixture
+    redis_client: redis.Redis,
+    aredis: AsyncRedis,
+    prefix: str,
+    on_loop: Callable[[Awaitable[Any]], Any],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    memory = reply_memory(redis_client, prefix)
+    memory = reply_memory(aredis, prefix)
     for raw in (
         "not json",
         json.dumps({"channel": "C1"}),
@@ -274,29 +350,31 @@ def test_keyed_memory_ignores_what_it_cannot_read(
         json.dumps({"channel": 1, "ts": 2, "record_id": 3}),
     ):
         redis_client.set(f"{prefix}:reply:C1:9", raw)
-        assert memory.get(("C1", "9")) is None
+        assert on_loop(memory.get(("C1", "9"))) is None
     assert any("unreadable reply" in r.getMessage() for r in caplog.records)
 
 
-def test_keyed_memory_answers_from_its_own_copy_when_redis_is_down(dead_client: redis.Redis) -> None:
+def test_keyed_memory_answers_from_its_own_copy_when_redis_is_down(
+    dead_client: AsyncRedis, on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
     memory = reply_memory(dead_client, "p")
     posted = PostedReply("C1", "2", "avg-pool")
-    memory.put(("C1", "1"), posted)
-    assert memory.get(("C1", "1")) == posted
-    assert memory.pop(("C1", "1")) == posted
-    assert memory.get(("C1", "1")) is None
+    on_loop(memory.put(("C1", "1"), posted))
+    assert on_loop(memory.get(("C1", "1"))) == posted
+    assert on_loop(memory.pop(("C1", "1"))) == posted
+    assert on_loop(memory.get(("C1", "1"))) is None
     assert memory.failures >= 1
 
 
-def test_in_process_rate_limiter() -> None:
+def test_in_process_rate_limiter(on_loop: Callable[[Awaitable[Any]], Any]) -> None:
     clock = FakeClock()
     limiter = RateLimiter(limit=2, window_seconds=10, clock=clock)
-    assert [limiter.allow(USER) for _ in range(3)] == [True, True, False]
-    assert limiter.allow("UOTHER") is True
+    assert [on_loop(limiter.allow(USER)) for _ in range(3)] == [True, True, False]
+    assert on_loop(limiter.allow("UOTHER")) is True
     clock.now += 9.9
-    assert limiter.allow(USER) is False  # the window started at the first call, not the last
+    assert on_loop(limiter.allow(USER)) is False  # the window started at the first call, not the last
     clock.now += 0.2
-    assert limiter.allow(USER) is True
+    assert on_loop(limiter.allow(USER)) is True
     with pytest.raises(ValueError, match="limit"):
         RateLimiter(limit=0, window_seconds=10)
     with pytest.raises(ValueError, match="window"):
@@ -306,47 +384,47 @@ def test_in_process_rate_limiter() -> None:
 # -- URLs and passwords --------------------------------------------------------------------------------
 
 
-def test_redis_url_password_is_never_logged(caplog: pytest.LogCaptureFixture) -> None:
+def test_redis_url_password_is_never_logged(
+    new_client: Callable[..., AsyncRedis],
+    on_loop: Callable[[Awaitable[Any]], Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.DEBUG)
     password = "hunter2-not-a-real-password"
     port = free_port()
     url = f"redis://panicbot:{password}@{HOST}:{port}/2"
     assert redacted_url(url) == f"redis://panicbot:***@{HOST}:{port}/2"
-    client = redis_from_url(url)
-    deduper = RedisEventDeduper(client, "p", retry_after=0)
-    assert deduper.first_time("Ev1") is True
+    deduper = RedisEventDeduper(new_client(url), "p", retry_after=0)
+    assert on_loop(deduper.first_time("Ev1")) is True
     assert deduper.failures == 1
     assert caplog.records, "the client and the failure are logged"
     assert all(password not in record.getMessage() for record in caplog.records)
     with pytest.raises(ValueError, match="REDIS_URL") as raised:
-        redis_from_url(f"mysql://root:{password}@{HOST}/")
+        async_redis_from_url(f"mysql://root:{password}@{HOST}/")
     assert password not in str(raised.value)
-    client.close()
 
 
-def test_client_timeouts_are_short() -> None:
-    client = redis_from_url(REDIS_URL)
-    kwargs = client.connection_pool.connection_kwargs
+def test_client_timeouts_are_short(new_client: Callable[..., AsyncRedis]) -> None:
+    kwargs = new_client().connection_pool.connection_kwargs
     assert kwargs["socket_timeout"] == kwargs["socket_connect_timeout"] == 0.5
-    client.close()
 
 
 # -- degradation: Redis gone -----------------------------------------------------------------------------
 
 
 def test_unreachable_redis_falls_back_counts_and_logs_once(
-    dead_client: redis.Redis, caplog: pytest.LogCaptureFixture
+    dead_client: AsyncRedis, on_loop: Callable[[Awaitable[Any]], Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     # retry_after=0: every call tries Redis again, so every call fails and is counted.
     deduper = RedisEventDeduper(dead_client, "p", retry_after=0)
     cooldown = RedisCooldown(dead_client, "p", 600, retry_after=0)
     limiter = RedisRateLimiter(dead_client, "p", 2, 60, retry_after=0)
     started = time.monotonic()
-    assert [deduper.first_time("Ev1") for _ in range(5)] == [True, False, False, False, False]
-    assert [cooldown.allow(AUTO, "rec1") for _ in range(3)] == [True, False, False]
-    cooldown.release(AUTO, "rec1")
-    assert cooldown.allow(AUTO, "rec1") is True
-    assert [limiter.allow(USER) for _ in range(3)] == [True, True, False]
+    assert [on_loop(deduper.first_time("Ev1")) for _ in range(5)] == [True, False, False, False, False]
+    assert [on_loop(cooldown.allow(AUTO, "rec1")) for _ in range(3)] == [True, False, False]
+    on_loop(cooldown.release(AUTO, "rec1"))
+    assert on_loop(cooldown.allow(AUTO, "rec1")) is True
+    assert [on_loop(limiter.allow(USER)) for _ in range(3)] == [True, True, False]
     assert time.monotonic() - started < 2.0  # refusals are immediate; nothing waited for a timeout
     assert (deduper.failures, cooldown.failures, limiter.failures) == (5, 5, 3)
     assert (deduper.fallbacks, limiter.fallbacks) == (5, 3)
@@ -357,32 +435,41 @@ def test_unreachable_redis_falls_back_counts_and_logs_once(
 
 
 def test_after_a_failure_redis_rests_then_is_tried_again(
-    dead_client: redis.Redis, redis_client: redis.Redis, prefix: str, caplog: pytest.LogCaptureFixture
+    redis_client: redis.Redis,
+    aredis: AsyncRedis,
+    dead_client: AsyncRedis,
+    prefix: str,
+    on_loop: Callable[[Awaitable[Any]], Any],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
     clock = FakeClock()
     deduper = RedisEventDeduper(dead_client, prefix, clock=clock, retry_after=5, log_every=60)
     for number in range(10):
-        assert deduper.first_time(f"Ev{number}")
+        assert on_loop(deduper.first_time(f"Ev{number}"))
     assert (deduper.failures, deduper.fallbacks) == (1, 10)  # one refused call, then the pause
     clock.now += 5
-    deduper.first_time("EvAfterPause")
+    on_loop(deduper.first_time("EvAfterPause"))
     assert deduper.failures == 2
     assert len(warnings_logged(caplog)) == 1  # still within the minute
     clock.now += 60
-    deduper.first_time("EvNextMinute")
+    on_loop(deduper.first_time("EvNextMinute"))
     assert warnings_logged(caplog)[1].startswith("Redis still unavailable for event dedupe")
     assert "2 failures since the last warning" in warnings_logged(caplog)[1]
-    deduper.client = redis_client  # Redis is back
+    deduper.client = aredis  # Redis is back
     clock.now += 5
-    assert deduper.first_time("EvBack") is True
+    assert on_loop(deduper.first_time("EvBack")) is True
     assert redis_client.exists(f"{prefix}:event:EvBack") == 1
     assert not deduper.degraded
     assert any(r.getMessage() == "Redis is back for event dedupe" for r in caplog.records)
 
 
 def test_every_outage_start_and_end_is_logged_once_even_within_a_minute(
-    dead_client: redis.Redis, redis_client: redis.Redis, prefix: str, caplog: pytest.LogCaptureFixture
+    aredis: AsyncRedis,
+    dead_client: AsyncRedis,
+    prefix: str,
+    on_loop: Callable[[Awaitable[Any]], Any],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
     clock = FakeClock()
@@ -390,11 +477,11 @@ def test_every_outage_start_and_end_is_logged_once_even_within_a_minute(
     for outage in range(3):  # three short outages within one minute: each one is news
         deduper.client = dead_client
         for number in range(3):
-            deduper.first_time(f"Ev{outage}-{number}")
+            on_loop(deduper.first_time(f"Ev{outage}-{number}"))
         clock.now += 5
-        deduper.client = redis_client
+        deduper.client = aredis
         for number in range(3):
-            assert deduper.first_time(f"EvBack{outage}-{number}") is True
+            assert on_loop(deduper.first_time(f"EvBack{outage}-{number}")) is True
         clock.now += 5
     lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == LOGGER]
     assert [level for level, _ in lines] == [logging.WARNING, logging.INFO] * 3, lines
@@ -402,24 +489,70 @@ def test_every_outage_start_and_end_is_logged_once_even_within_a_minute(
     assert all(message == "Redis is back for event dedupe" for _, message in lines[1::2])
 
 
-def test_silent_redis_times_out_quickly() -> None:
+def test_silent_redis_times_out_quickly(
+    new_client: Callable[..., AsyncRedis], on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
     # A socket that accepts connections but never answers: the read times out instead of hanging.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
         silent.bind((HOST, 0))
         silent.listen(8)
-        client = redis_from_url(f"redis://{HOST}:{silent.getsockname()[1]}/0", timeout=0.1)
+        client = new_client(f"redis://{HOST}:{silent.getsockname()[1]}/0", timeout=0.1)
         deduper = RedisEventDeduper(client, "p")
         started = time.monotonic()
-        assert deduper.first_time("Ev1") is True
+        assert on_loop(deduper.first_time("Ev1")) is True
         assert time.monotonic() - started < 0.5  # one timeout, not retried
         assert deduper.failures == 1
-        client.close()
 
 
-def test_redis_refusing_a_command_falls_back(redis_client: redis.Redis, prefix: str) -> None:
+def test_a_stalled_redis_holds_up_only_the_handler_that_asked(
+    new_client: Callable[..., AsyncRedis], on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
+    """Every shared part waits for a silent Redis (its timeout) while the event loop goes on: other
+    events, health checks and replies are served meanwhile. Before, the synchronous client held the loop
+    for the whole timeout of each call."""
+    timeout = 0.4
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
+        silent.bind((HOST, 0))
+        silent.listen(8)
+        client = new_client(f"redis://{HOST}:{silent.getsockname()[1]}/0", timeout=timeout)
+        memory = reply_memory(client, "p")
+        calls = [
+            RedisEventDeduper(client, "p").first_time("Ev1"),
+            RedisCooldown(client, "p", 600).allow(AUTO, "rec1"),
+            RedisRateLimiter(client, "p", 2, 60).allow(USER),
+            memory.put(("C1", "1"), PostedReply("C1", "2", "avg-pool")),
+        ]
+
+        async def measured(call: Awaitable[Any]) -> tuple[Any, float, float]:
+            """(the answer, how long it took, the longest the loop went without running a tick)."""
+            ticks = [time.monotonic()]
+
+            async def tick() -> None:
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks.append(time.monotonic())
+
+            ticker = asyncio.ensure_future(tick())
+            started = time.monotonic()
+            answer = await call
+            took = time.monotonic() - started
+            ticker.cancel()
+            ticks.append(time.monotonic())
+            return answer, took, max(b - a for a, b in itertools.pairwise(ticks))
+
+        for call in calls:
+            answer, took, longest_gap = on_loop(measured(call))
+            assert answer in (True, None)  # the fallback's answer
+            assert took >= timeout * 0.9  # it did wait for Redis ...
+            assert longest_gap < 0.2, longest_gap  # ... without stopping the loop (before: >= 0.4 s)
+
+
+def test_redis_refusing_a_command_falls_back(
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+) -> None:
     redis_client.rpush(f"{prefix}:rate:{USER}", "x")  # WRONGTYPE for INCR: an error reply, not an outage
-    limiter = RedisRateLimiter(redis_client, prefix, 1, 60)
-    assert limiter.allow(USER) is True
+    limiter = RedisRateLimiter(aredis, prefix, 1, 60)
+    assert on_loop(limiter.allow(USER)) is True
     assert limiter.failures == 1
 
 
@@ -539,7 +672,15 @@ async def cluster(states: list[SlackState]) -> AsyncIterator[Cluster]:
         finally:
             for runner in runners:
                 await runner.cleanup()
+            for client in {id(c): c for c in map(_redis_client_of, states) if c is not None}.values():
+                await client.aclose()
         assert fake.problems == [], "Slack would have refused these blocks"
+
+
+def _redis_client_of(state: SlackState) -> AsyncRedis | None:
+    """The Redis client a replica's shared parts use (each replica has its own), if any."""
+    client = getattr(state.seen, "client", None)
+    return client if isinstance(client, AsyncRedis) else None
 
 
 def run(scenario: Callable[[], Any]) -> None:
@@ -553,8 +694,9 @@ def replica_states(mode: str, request: pytest.FixtureRequest) -> list[SlackState
     prefix = request.getfixturevalue("prefix")
     states = []
     for _ in range(2):
-        client = redis_from_url(REDIS_URL)  # one client per replica, as separate processes have
-        request.addfinalizer(client.close)
+        # One client per replica, as separate processes have; it connects on the scenario's loop, and
+        # `cluster` closes it there.
+        client = async_redis_from_url(REDIS_URL)
         states.append(
             SlackState(
                 seen=RedisEventDeduper(client, prefix),
@@ -654,11 +796,10 @@ def test_edit_and_deletion_on_another_replica_follow_the_card(
 
 
 @pytest.mark.usefixtures("clean_env")
-def test_replica_with_redis_down_still_answers_and_dedupes_locally(
-    dead_client: redis.Redis, caplog: pytest.LogCaptureFixture
-) -> None:
-    deduper = RedisEventDeduper(dead_client, "p")
-    cooldown = RedisCooldown(dead_client, "p", 600)
+def test_replica_with_redis_down_still_answers_and_dedupes_locally(caplog: pytest.LogCaptureFixture) -> None:
+    dead = async_redis_from_url(f"redis://{HOST}:{free_port()}/0")  # closed by `cluster`
+    deduper = RedisEventDeduper(dead, "p")
+    cooldown = RedisCooldown(dead, "p", 600)
     states = [SlackState(seen=deduper, cooldown=cooldown), SlackState()]
 
     async def scenario() -> None:

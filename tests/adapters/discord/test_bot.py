@@ -17,6 +17,7 @@ from adapters.discord import render
 from adapters.discord.bot import DiscordState
 from adapters.discord.runner import StartupError, run_discord, sync_commands
 from adapters.discord.settings import SettingsError, load_discord_settings
+from adapters.local_memory import LocalMemory
 from bot.lookup import PanicLookup
 from tests.adapters.discord.fake_discord import (
     APP_ID,
@@ -126,7 +127,9 @@ class Harness:
         The fake records the call when it arrives; the bot notes the reply when Discord's answer is back.
         """
         reply = await self.reply_to(paste)
-        await self.fake.wait_for(lambda: self.state.replies.get(int(paste["id"])), what="the reply noted")
+        noted = self.state.replies
+        assert isinstance(noted, LocalMemory)  # this process's memory: read without awaiting
+        await self.fake.wait_for(lambda: noted.items.get(int(paste["id"])), what="the reply noted")
         return reply
 
     async def settle(self) -> None:
@@ -559,7 +562,7 @@ class RefuseUser:
         self.user_id = str(user_id)
         self.asked: list[str] = []
 
-    def allow(self, user_id: str) -> bool:
+    async def allow(self, user_id: str) -> bool:
         if user_id == self.user_id:
             self.asked.append(user_id)
         return user_id != self.user_id

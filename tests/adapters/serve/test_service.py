@@ -228,21 +228,32 @@ def test_json_logs_carry_context_on_one_line() -> None:
 
 
 def test_redis_url_gives_shared_dedupe_and_cooldowns(clean_env: pytest.MonkeyPatch) -> None:
-    from adapters.redis_memory import RateLimiter, RedisCooldown, RedisEventDeduper, RedisRateLimiter
-
-    service = Service(settings(redis_url="redis://127.0.0.1:6379/0"), [])
-    shared = service._shared_state("panicbot:test", 60)
-    assert isinstance(shared["seen"], RedisEventDeduper)
-    assert isinstance(shared["cooldown"], RedisCooldown)
-    assert isinstance(shared["rate_limit"], RedisRateLimiter)
     from adapters.chat import shared_replies
-    from adapters.redis_memory import RedisKeyedMemory
+    from adapters.redis_memory import (
+        RateLimiter,
+        RedisCooldown,
+        RedisEventDeduper,
+        RedisKeyedMemory,
+        RedisRateLimiter,
+    )
 
-    slack = service._shared_state("panicbot:test", 60, more=shared_replies)
-    assert isinstance(slack["posted_replies"], RedisKeyedMemory)  # edits on any replica follow the card
-    alone = Service(settings(), [])._shared_state("panicbot:test", 60)
-    assert set(alone) == {"rate_limit"} and isinstance(alone["rate_limit"], RateLimiter)
-    assert Service(settings(panicbot_user_rate_limit=0), [])._shared_state("panicbot:test", 60) == {}
+    async def scenario() -> None:
+        service = Service(settings(redis_url="redis://127.0.0.1:6379/0"), [])
+        shared = await service._shared_state("panicbot:test", 60)
+        assert isinstance(shared["seen"], RedisEventDeduper)
+        assert isinstance(shared["cooldown"], RedisCooldown)
+        assert isinstance(shared["rate_limit"], RedisRateLimiter)
+        slack = await service._shared_state("panicbot:test", 60, more=shared_replies)
+        assert isinstance(slack["posted_replies"], RedisKeyedMemory)  # edits on any replica follow the card
+        for client in service._shared_clients:
+            await client.aclose()
+        alone = await Service(settings(), [])._shared_state("panicbot:test", 60)
+        assert set(alone) == {"rate_limit"} and isinstance(alone["rate_limit"], RateLimiter)
+        assert (
+            await Service(settings(panicbot_user_rate_limit=0), [])._shared_state("panicbot:test", 60) == {}
+        )
+
+    asyncio.run(scenario())
 
 
 def test_a_malformed_redis_url_stops_start_up_without_its_password(clean_env: pytest.MonkeyPatch) -> None:
@@ -250,7 +261,7 @@ def test_a_malformed_redis_url_stops_start_up_without_its_password(clean_env: py
 
     service = Service(settings(redis_url="notredis://user:hunter2@host"), [])
     with pytest.raises(ServiceError) as failure:
-        service._shared_state("panicbot:test", 60)
+        asyncio.run(service._shared_state("panicbot:test", 60))
     assert "REDIS_URL" in str(failure.value) and "hunter2" not in str(failure.value)
 
 
