@@ -17,8 +17,8 @@ CHECKPOINTER = (
 )
 # A follow-on panic with no analysis of its own: its family's text.
 CHECKPOINTER_STOP = (
-    "thread 'main' panicked at crates/burn-train/src/checkpoint/async_checkpoint.rs:155:14:\n"
-    "The checkpointer thread should stop.: Any { .. }\n"
+    "thread 'main' panicked at crates/burn-train/src/learner/supervised/strategies/ddp/strategy.rs:155:14:\n"
+    "worker reaper thread disconnected unexpectedly: RecvError\n"
 )
 AVG_POOL = (
     "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:1498:9:\n"

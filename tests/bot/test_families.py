@@ -163,8 +163,8 @@ def test_the_embedded_families_lint_clean_on_the_embedded_catalog(embedded: Cata
 
 
 def test_known_records_get_their_family(embedded: Catalog) -> None:
-    assert _family_of(embedded, "The checkpointer thread should stop.") == "follow-on"
-    assert _family_of(embedded, "Event processor lock poisoned") == "follow-on"
+    assert _family_of(embedded, "worker reaper thread disconnected unexpectedly") == "follow-on"
+    assert _family_of(embedded, "Should be able to send message to inference_server") == "follow-on"
     assert _family_of(embedded, "Expected Sign node") == "onnx-import"
     # A websocket that fails is the network, not a thread that died first: no family.
     assert _family_of(embedded, "Can send the message on the websocket.", "burn-remote") is None

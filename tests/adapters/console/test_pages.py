@@ -193,8 +193,8 @@ def test_typed_words_are_searched_too(console: Running) -> None:
 
 def test_a_record_page_names_the_record_s_family(console: Running) -> None:
     cookie, _ = login(console)
-    message = "The checkpointer thread should stop."  # a follow-on with no analysis of its own
-    path = "crates/burn-train/src/checkpoint/async_checkpoint.rs"
+    message = "worker reaper thread disconnected unexpectedly"  # a follow-on with no analysis of its own
+    path = "crates/burn-train/src/learner/supervised/strategies/ddp/strategy.rs"
     reply = call(
         f"{console.base}/console/records/{record_id('tracel-ai/burn', path, message)}", cookie=cookie
     )

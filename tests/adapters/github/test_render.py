@@ -120,8 +120,8 @@ def test_pasted_details_stay_code_and_within_the_comment() -> None:
 def test_a_family_card_says_it_is_general_advice_and_fits_a_comment() -> None:
     service = PanicLookup(default_catalog())
     paste = (
-        "thread 'main' panicked at crates/burn-train/src/checkpoint/async_checkpoint.rs:155:14:\n"
-        "The checkpointer thread should stop.: Any { .. }\n"
+        "thread 'main' panicked at crates/burn-train/src/learner/supervised/strategies/ddp/strategy.rs:155:14:\n"
+        "worker reaper thread disconnected unexpectedly: RecvError\n"
     )
     card = service.card(service.lookup(paste))
     assert card is not None and card.analysis == "family:follow-on"
