@@ -380,6 +380,42 @@ BURN, CUBECL, NDARRAY = "tracel-ai/burn", "tracel-ai/cubecl", "rust-ndarray/ndar
             "expect-failed",
             None,
         ),
+        # a runtime or thread the operating system refused; a send on a closed channel is not one
+        (
+            BURN,
+            "crates/burn-remote/src/server/builder.rs",
+            "Failed to build the tokio runtime",
+            "expect-failed",
+            "async-runtime-start-failed",
+        ),
+        (
+            BURN,
+            "crates/burn-collective/src/local/server.rs",
+            "Unable to initialize runtime",
+            "expect-failed",
+            "async-runtime-start-failed",
+        ),
+        (
+            BURN,
+            "crates/burn-remote/src/server/builder.rs",
+            "Failed to build the tokio runtime",
+            "explicit-panic",
+            None,
+        ),
+        (
+            CUBECL,
+            "crates/cubecl-cpu/src/runtime.rs",
+            "Can't get available parallelism on this platform",
+            "expect-failed",
+            "cpu-parallelism-unknown",
+        ),
+        (
+            CUBECL,
+            "crates/cubecl-wgpu/src/runtime.rs",
+            "Can't get available parallelism on this platform",
+            "expect-failed",
+            None,
+        ),
     ],
 )
 def test_the_pre_013_and_dtype_rules_take_their_records_and_leave_their_neighbours(
