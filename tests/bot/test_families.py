@@ -416,6 +416,22 @@ BURN, CUBECL, NDARRAY = "tracel-ai/burn", "tracel-ai/cubecl", "rust-ndarray/ndar
             "expect-failed",
             None,
         ),
+        # fusion before 0.13: burn-fusion's first graph, burn-wgpu's fused kernels; not its memory checks
+        (
+            BURN,
+            "crates/burn-fusion/src/graph/execution.rs",
+            "Can't wait while sync",
+            "explicit-panic",
+            "kernel-fusion",
+        ),
+        (
+            BURN,
+            "crates/burn-wgpu/src/fusion/elemwise/kernel.rs",
+            "The grid must be a square",
+            "assertion-mismatch",
+            "kernel-fusion",
+        ),
+        (BURN, "crates/burn-fusion/src/stream/memory_checks.rs", "{msg}", "explicit-panic", None),
     ],
 )
 def test_the_pre_013_and_dtype_rules_take_their_records_and_leave_their_neighbours(
