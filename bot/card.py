@@ -55,6 +55,9 @@ class Card:
     """The condition that fires it, one line of the source (an assert's expression, the guarding `if`)."""
     release_note: str = ""
     """What the releases say: "No longer raised since burn-fusion 0.20.0." (often the whole answer)."""
+    condition_note: str = ""
+    """How the firing condition changed across releases, next to the release shown, and the commit that
+    changed it when known: "In burn-tensor 0.16.0 (commit ...): `a != b` before, `c != d` from then on."."""
     consequences: tuple[str, ...] = ()
     """First lines (redacted) of the paste's other panics that follow from this one (echoes, not causes)."""
     panics_doc: str = ""
@@ -156,6 +159,7 @@ def build_card(
     where: str = "",
     fires_when: str = "",
     release_note: str = "",
+    condition_note: str = "",
     source_url: str = "",
     consequences: tuple[str, ...] = (),
     panics_doc: str = "",
@@ -224,6 +228,7 @@ def build_card(
         where=where,
         fires_when=fires_when,
         release_note=release_note,
+        condition_note=condition_note,
         consequences=tuple(
             redact(text.strip().splitlines()[0])[:MAX_CONSEQUENCE_CHARS]
             for text in consequences
@@ -270,6 +275,8 @@ def markdown_lines(card: Card, style: MarkdownStyle) -> list[str]:
             lines += [f"**{label}:** {style.prose(text)}", ""]
     if card.fires_when:
         lines += [f"**Fires when:** {style.code(card.fires_when)}", ""]
+    if card.condition_note:
+        lines += [f"**Condition changed:** {style.prose(card.condition_note)}", ""]
     for label, text in (
         ("Its docs say it panics", card.panics_doc),
         ("What it means", card.cause),
@@ -332,6 +339,7 @@ def card_json(
         "where": card.where or None,
         "fires_when": card.fires_when or None,
         "release_note": card.release_note or None,
+        "condition_note": card.condition_note or None,
         "panics_doc": card.panics_doc or None,
         "consequences": list(card.consequences),
         "reported_in": [{"label": reported_label(url), "url": url} for url in card.reported_in],

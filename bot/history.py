@@ -1,6 +1,7 @@
 """A record's history across the harvested releases, as facts for the card's data (`card.history`): the
-first release that raises it, the releases where its firing condition changed, and the first release that no
-longer raises it with the commit that took it out (the ecosystem build's removal table)."""
+first release that raises it, the releases where its firing condition changed with the commit that changed
+it, and the first release that no longer raises it with the commit that took it out (the ecosystem build's
+history table)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from bot.releases import Release, ReleaseTable, Removal, Site
+from bot.releases import ConditionCommit, Release, ReleaseTable, Removal, Site
 
 # A message whose next wording in the same function is this close (typo fixes: "overriden" -> "overridden")
 # or extends it ("... dimension" -> "... dimension! Got {:?}") was reworded, not removed.
@@ -83,6 +84,8 @@ class ConditionChange:
     crate: str | None
     before: tuple[str, ...]
     after: tuple[str, ...]
+    commit: ConditionCommit | None = None
+    """The commit from which it reads so, when the ecosystem build found it in the git history."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,9 @@ def record_history(
         if not conditions:
             continue
         if previous is not None and conditions != previous:
-            changes.append(ConditionChange(group[0].release, group[0].crate, previous, conditions))
+            release = group[0].release
+            commit = releases.condition_commit(record_id, release.ref)
+            changes.append(ConditionChange(release, group[0].crate, previous, conditions, commit))
         previous = conditions
     gone = releases.gone_since(record_id)
     continued_by: Successor | None = None
@@ -145,6 +150,17 @@ def record_history(
     )
 
 
+def _commit_json(commit: ConditionCommit | None) -> dict[str, Any] | None:
+    if commit is None:
+        return None
+    return {
+        "commit": commit.commit,
+        "subject": commit.subject,
+        "pull_request": commit.pull_request,
+        "since_release": commit.since_ref,
+    }
+
+
 def history_json(history: History | None) -> dict[str, Any] | None:
     """The history as the card's data: releases named by tag and crate version, facts only."""
     if history is None:
@@ -155,7 +171,12 @@ def history_json(history: History | None) -> dict[str, Any] | None:
         "newest": _said(history.newest.release, history.newest.crate),
         "releases": history.releases,
         "condition_changes": [
-            {**_said(change.release, change.crate), "before": [*change.before], "after": [*change.after]}
+            {
+                **_said(change.release, change.crate),
+                "before": [*change.before],
+                "after": [*change.after],
+                "changed_by": _commit_json(change.commit),
+            }
             for change in history.changes
         ],
         "gone_since": None if gone is None else _said(gone, history.newest.crate),

@@ -581,6 +581,7 @@ class PanicLookup:
             where=site.where,
             fires_when=site.fires_when or "",
             release_note=site.note,
+            condition_note=site.condition_note,
             source_url=site.url or "",
             source=_source_text(chosen.record, site),
             consequences=echoes,
@@ -611,6 +612,8 @@ class AnswerSite:
     note: str = ""
     upgrade: str | None = None
     """The release that no longer raises the message and the commit that took it out, as a solution."""
+    condition_note: str = ""
+    """The change of its firing condition nearest the release shown (`condition_note`), for the card."""
 
     @property
     def where(self) -> str:
@@ -894,7 +897,27 @@ def answer_site(
         gone_since=gone_version,
         note=note,
         upgrade=upgrade,
+        condition_note=condition_note(releases, record.id, chosen.release, crate),
     )
+
+
+def condition_note(releases: ReleaseTable, record_id: str, shown: Release, crate: str | None) -> str:
+    """One line on the record's firing condition across releases, for the card that shows release `shown`:
+    the first change after it (what an upgrade changes), else the last one up to it; with the commit that
+    made it when the ecosystem build found it. Empty when the condition never changed."""
+    history = record_history(releases, record_id)
+    changes = [c for c in history.changes if c.release.repo == shown.repo] if history is not None else []
+    if not changes:
+        return ""
+    later = [c for c in changes if c.release.order > shown.order]
+    change = later[0] if later else changes[-1]
+    name = change.crate or crate
+    version = change.release.crate_version(name) or change.release.name
+    where = f"{name} {version}" if name else version
+    commit = f" (commit {change.commit.said})" if change.commit is not None else ""
+    before = " / ".join(f"`{text}`" for text in change.before)
+    after = " / ".join(f"`{text}`" for text in change.after)
+    return f"In {where}{commit}: {before} before, {after} from then on."
 
 
 def _named_version(hints: list[VersionHint | CheckoutHint], crate: str | None) -> str | None:

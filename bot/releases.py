@@ -154,6 +154,24 @@ class Removal:
         return f'"{self.subject}" ({self.commit})'
 
 
+@dataclass(frozen=True)
+class ConditionCommit:
+    """The commit from which a record's firing condition reads as in release `changed_ref`, between the
+    release before it that has the record (`since_ref`) and that one (`X.history.jsonl`, written by the
+    ecosystem build)."""
+
+    since_ref: str
+    changed_ref: str
+    commit: str
+    subject: str
+    pull_request: int | None = None
+
+    @property
+    def said(self) -> str:
+        """`"Check the index strictly (#7)" (a1b2c3d4e5)`: the commit's subject and short sha."""
+        return f'"{self.subject}" ({self.commit})'
+
+
 @dataclass(frozen=True, order=True)
 class FunctionRange:
     """A function's lines in one file of one release (1-based, inclusive); ordered by first line."""
@@ -212,6 +230,7 @@ class ReleaseTable:
     # record whose history an analysed record that covers it takes over.
     history_texts: list[str | Callable[[], str]] = field(default_factory=list)
     _removals: dict[str, Removal] | None = None
+    _condition_commits: dict[tuple[str, str], ConditionCommit] | None = None
     _history_of: dict[str, str] = field(default_factory=dict)
     # repo -> the crates its releases name, and those crates by their Cargo spelling (`serde-json`): made on
     # first use, as each lookup asks for them several times.
@@ -350,31 +369,58 @@ class ReleaseTable:
         """A removal table (`X.history.jsonl`): kept as text (or what gives it), parsed when first asked."""
         self.history_texts.append(text)
         self._removals = None
+        self._condition_commits = None
 
-    def removal(self, record_id: str) -> Removal | None:
-        """The commit that took the record's message out of its file after its last release, if known."""
-        if self._removals is None:
+    def _read_history(self) -> tuple[dict[str, Removal], dict[tuple[str, str], ConditionCommit]]:
+        """The history tables' rows: removals (`lastRef`, `goneRef`) by record id, and condition changes
+        (`sinceRef`, `changedRef`) by record id and release ref. Parsed once."""
+        if self._removals is None or self._condition_commits is None:
             removals: dict[str, Removal] = {}
+            changes: dict[tuple[str, str], ConditionCommit] = {}
             for source in self.history_texts:
                 text = source() if callable(source) else source
                 for line in text.split("\n"):
                     try:
                         row = json.loads(line) if line.strip() else None
-                        if isinstance(row, dict):
-                            pull = row.get("pullRequest")
+                        if not isinstance(row, dict):
+                            continue
+                        pull = row.get("pullRequest")
+                        number = pull if isinstance(pull, int) else None
+                        if "changedRef" in row:
+                            changes[(str(row["id"]), str(row["changedRef"]))] = ConditionCommit(
+                                str(row["sinceRef"]),
+                                str(row["changedRef"]),
+                                str(row["commit"]),
+                                str(row["subject"]),
+                                number,
+                            )
+                        else:
                             removals[str(row["id"])] = Removal(
                                 str(row["lastRef"]),
                                 str(row["goneRef"]),
                                 str(row["commit"]),
                                 str(row["subject"]),
-                                pull if isinstance(pull, int) else None,
+                                number,
                             )
                     except (ValueError, KeyError, TypeError):
                         continue  # a damaged row says nothing; the rest still do
-            self._removals = removals
-        found = self._removals.get(record_id)
+            self._removals, self._condition_commits = removals, changes
+        return self._removals, self._condition_commits
+
+    def removal(self, record_id: str) -> Removal | None:
+        """The commit that took the record's message out of its file after its last release, if known."""
+        removals = self._read_history()[0]
+        found = removals.get(record_id)
         if found is None and record_id in self._history_of:
-            found = self._removals.get(self._history_of[record_id])
+            found = removals.get(self._history_of[record_id])
+        return found
+
+    def condition_commit(self, record_id: str, changed_ref: str) -> ConditionCommit | None:
+        """The commit from which the record's firing condition reads as in release `changed_ref`, if known."""
+        changes = self._read_history()[1]
+        found = changes.get((record_id, changed_ref))
+        if found is None and record_id in self._history_of:
+            found = changes.get((self._history_of[record_id], changed_ref))
         return found
 
     def records_at(self, path: str, crate: str | None = None) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import re
 import subprocess
 import sys
@@ -479,7 +480,7 @@ def build(
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.releases.jsonl.gz", [dumps_line(row) for row in catalog.releases])
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.functions.jsonl.gz", [dumps_line(row) for row in catalog.functions])
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.api.jsonl.gz", [dumps_line(row) for row in api_rows(harvests)])
-    history = removal_rows(catalog.records, catalog.sites, catalog.releases, repositories)
+    history = history_rows(catalog.records, catalog.sites, catalog.releases, repositories)
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.history.jsonl.gz", [dumps_line(row) for row in history])
     return {
         "sources": len(sources),
@@ -556,6 +557,140 @@ def removal_rows(
             }
         )
     return sorted(rows, key=lambda row: str(row["id"]))
+
+
+def history_rows(
+    records: Sequence[Record],
+    sites: Sequence[Mapping[str, Any]],
+    releases: Sequence[Mapping[str, Any]],
+    repositories: Mapping[str, GitRepository],
+) -> list[dict[str, Any]]:
+    """The history table: the removal rows (`removal_rows`), then the condition-change rows
+    (`condition_rows`), each set in its own order."""
+    return [
+        *removal_rows(records, sites, releases, repositories),
+        *condition_rows(records, sites, releases, repositories),
+    ]
+
+
+def _conditions_by_ref(site_row: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Per release ref, the firing conditions of the record's sites in the file, as `bot.history` reads them
+    (sorted, unknown ones left out)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for group in site_row["releases"]:
+        conditions = tuple(sorted({str(s["condition"]) for s in group["sites"] if s.get("condition")}))
+        for ref in group["refs"]:
+            found[str(ref)] = conditions
+    return found
+
+
+def _conditions_at(
+    repository: GitRepository, commit: str, paths: Sequence[str], file_path: str, message: str, repo: str
+) -> tuple[str, ...] | None:
+    """The firing conditions of `message`'s sites in the file at `commit` (harvested as the build harvests a
+    release), or None when the file is at none of its paths there."""
+    for path in paths:
+        try:
+            text = repository.read(f"{commit}:{path}").decode("utf-8", "replace")
+        except GitError:
+            continue
+        found = harvest_tree(text, file_path, repo=repo, sha=commit).sites
+        return tuple(sorted({s.condition for s in found if s.message == message and s.condition}))
+    return None
+
+
+def condition_rows(
+    records: Sequence[Record],
+    sites: Sequence[Mapping[str, Any]],
+    releases: Sequence[Mapping[str, Any]],
+    repositories: Mapping[str, GitRepository],
+) -> list[dict[str, Any]]:
+    """For each release from which a record's firing condition reads differently than in the release
+    before it (as `bot.history.record_history` finds them): the commit between the two, in the file's git
+    log, from which the condition reads as in the later release (short sha, subject, pull request number
+    when the subject names one). Only when the two releases, harvested again, read as the tables say (the
+    harvester has not changed since), and walking back from the later release: the last commit before
+    which the condition read otherwise. Facts only: no diff text."""
+    order: dict[str, list[tuple[str, str]]] = {}
+    prefixes: dict[tuple[str, str], str] = {}
+    for row in releases:
+        order.setdefault(str(row["repo"]), []).append((str(row["ref"]), str(row["sha"])))
+        prefixes[(str(row["repo"]), str(row["ref"]))] = str(row.get("pathPrefix") or "")
+    position = {(repo, ref): index for repo, refs in order.items() for index, (ref, _) in enumerate(refs)}
+    rows: list[dict[str, Any]] = []
+    for record, site_row in zip(records, sites, strict=True):
+        repo, path = str(site_row["repo"]), str(site_row["filePath"])
+        repository = repositories.get(repo)
+        if repository is None:
+            continue
+        by_ref = _conditions_by_ref(site_row)
+        previous: tuple[str, tuple[str, ...]] | None = None
+        for ref in sorted(by_ref, key=lambda r: position[(repo, r)]):
+            conditions = by_ref[ref]
+            if not conditions:
+                continue
+            if previous is not None and conditions != previous[1]:
+                since_ref = previous[0]
+                since_sha = order[repo][position[(repo, since_ref)]][1]
+                changed_sha = order[repo][position[(repo, ref)]][1]
+                tree_paths = tuple(
+                    dict.fromkeys(repository_path(path, prefixes[(repo, r)]) for r in (since_ref, ref))
+                )
+                found = _condition_commit(
+                    repository,
+                    record.errorMessage,
+                    path,
+                    repo,
+                    (since_sha, previous[1]),
+                    (changed_sha, conditions),
+                    tree_paths,
+                )
+                if found is not None:
+                    sha, subject = found
+                    pull = _PULL_REQUEST.search(subject)
+                    rows.append(
+                        {
+                            "id": record.id,
+                            "repo": repo,
+                            "sinceRef": since_ref,
+                            "changedRef": ref,
+                            "commit": sha[:10],
+                            "subject": subject[:200],
+                            "pullRequest": int(pull.group(1)) if pull else None,
+                        }
+                    )
+            previous = (ref, conditions)
+    return sorted(
+        rows, key=lambda row: (str(row["id"]), position[(str(row["repo"]), str(row["changedRef"]))])
+    )
+
+
+def _condition_commit(
+    repository: GitRepository,
+    message: str,
+    file_path: str,
+    repo: str,
+    since: tuple[str, tuple[str, ...]],
+    changed: tuple[str, tuple[str, ...]],
+    paths: Sequence[str],
+) -> tuple[str, str] | None:
+    """The commit (sha, subject) between two releases from which `message`'s conditions read as at the
+    later one; None when the two releases do not read as the tables say, or no commit of the file's log
+    between them does."""
+    (since_sha, before), (changed_sha, after) = since, changed
+    if _conditions_at(repository, since_sha, paths, file_path, message, repo) != before:
+        return None
+    if _conditions_at(repository, changed_sha, paths, file_path, message, repo) != after:
+        return None
+    out = repository.run("log", "--format=%H%x1f%s", "--reverse", f"{since_sha}..{changed_sha}", "--", *paths)
+    pairs = (line.partition("\x1f") for line in out.splitlines())
+    commits = [(sha, subject) for sha, mark, subject in pairs if mark]
+    found = None
+    for sha, subject in reversed(commits):  # newest first: the last commit before which it read otherwise
+        if _conditions_at(repository, sha, paths, file_path, message, repo) != after:
+            break
+        found = (sha, subject)
+    return found
 
 
 def _holds(repository: GitRepository, commit: str, paths: Sequence[str], needle: str) -> bool:
@@ -662,4 +797,43 @@ def run_build(sources_file: Path, out_dir: Path, mirrors: Path | None, git_dirs:
         for repository in repositories.values():
             repository.close()
     print(", ".join(f"{value} {name}" for name, value in counts.items()), file=sys.stderr)
+    return EXIT_OK
+
+
+def run_history(data_dir: Path, mirrors: Path | None, git_dirs: Sequence[str]) -> int:
+    """Rewrite only `<data_dir>/ecosystem.history.jsonl.gz` from the catalog already built there (records,
+    sites and releases read back, not harvested again) and the git histories: the same table `build` writes,
+    the other files untouched."""
+    try:
+        records = [
+            Record.model_validate(json.loads(line)["record"])
+            for line in iter_lines(data_dir / f"{OUTPUT_STEM}.jsonl.gz")
+        ]
+        sites = [json.loads(line) for line in iter_lines(data_dir / f"{OUTPUT_STEM}.sites.jsonl.gz")]
+        releases = [json.loads(line) for line in iter_lines(data_dir / f"{OUTPUT_STEM}.releases.jsonl.gz")]
+    except (OSError, ValueError, KeyError) as exc:
+        _warn(f"{data_dir}: cannot read the built catalog: {exc}")
+        return EXIT_USAGE
+    if [r.id for r in records] != [str(row["id"]) for row in sites]:
+        _warn(f"{data_dir}: the records and the sites table are not in the same order: rebuild the catalog")
+        return EXIT_USAGE
+    try:
+        repositories = open_repositories(sorted({str(row["repo"]) for row in releases}), mirrors, git_dirs)
+    except ValueError as exc:
+        _warn(str(exc))
+        return EXIT_USAGE
+    if not repositories:
+        _warn("no git directory found: give --mirrors DIR or --git-dir OWNER/NAME=PATH")
+        return EXIT_USAGE
+    try:
+        rows = history_rows(records, sites, releases, repositories)
+    except GitError as exc:
+        _warn(str(exc))
+        return EXIT_PROBLEMS
+    finally:
+        for repository in repositories.values():
+            repository.close()
+    _gzip_lines(data_dir / f"{OUTPUT_STEM}.history.jsonl.gz", [dumps_line(row) for row in rows])
+    changes = sum(1 for row in rows if "changedRef" in row)
+    print(f"{len(rows) - changes} removals, {changes} condition changes", file=sys.stderr)
     return EXIT_OK

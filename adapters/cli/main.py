@@ -251,7 +251,12 @@ def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
 
     from adapters.cli.catalog_commands import run_lint, run_stats, run_validate  # noqa: PLC0415
     from adapters.cli.dataset_tools import run_merge  # noqa: PLC0415
-    from adapters.cli.ecosystem_build import SOURCES_FILE, run_build, run_sources  # noqa: PLC0415
+    from adapters.cli.ecosystem_build import (  # noqa: PLC0415
+        SOURCES_FILE,
+        run_build,
+        run_history,
+        run_sources,
+    )
 
     if args.catalog_command == "build":
         from adapters.cli.prebuilt_commands import run_prebuilt_build  # noqa: PLC0415
@@ -272,6 +277,8 @@ def command_catalog(args: argparse.Namespace, out: TextIO, err: Console) -> int:
         mirrors = Path(args.mirrors) if args.mirrors else None
         if args.ecosystem_command == "sources":
             return run_sources(Path(args.output or SOURCES_FILE), mirrors, args.git_dir or [])
+        if args.ecosystem_command == "history":
+            return run_history(Path(args.data or SOURCES_FILE.parent), mirrors, args.git_dir or [])
         out_dir = Path(args.output) if args.output else SOURCES_FILE.parent
         return run_build(Path(args.sources or SOURCES_FILE), out_dir, mirrors, args.git_dir or [])
     return run_stats(args.paths, console)
@@ -517,7 +524,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     eco_build = ecosystem_commands.add_parser("build", help="harvest every source and write the catalog")
     eco_build.add_argument("--sources", help="the sources file (default: embedded)")
-    for sub in (eco_sources, eco_build):
+    eco_history = ecosystem_commands.add_parser(
+        "history",
+        help="rewrite only the history table (removals, condition changes) of a built catalog from git",
+    )
+    eco_history.add_argument("--data", metavar="DIR", help="the built catalog's folder (default: bot/data/)")
+    for sub in (eco_sources, eco_build, eco_history):
         sub.add_argument("--mirrors", metavar="DIR", help="git directories as DIR/OWNER+NAME/repo")
         sub.add_argument(
             "--git-dir", action="append", metavar="OWNER/NAME=PATH", help="one repository's git dir"

@@ -43,6 +43,8 @@ def card_renderable(card: Card) -> RenderableType:
         section("Release:", card.release_note)
     if card.fires_when:
         section("Fires when:", card.fires_when)
+    if card.condition_note:
+        section("Condition changed:", card.condition_note)
     if card.panics_doc:
         section("Its docs say it panics:", card.panics_doc)
     if card.cause:

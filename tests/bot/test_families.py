@@ -166,8 +166,10 @@ def test_known_records_get_their_family(embedded: Catalog) -> None:
     assert _family_of(embedded, "worker reaper thread disconnected unexpectedly") == "follow-on"
     assert _family_of(embedded, "Should be able to send message to inference_server") == "follow-on"
     assert _family_of(embedded, "Expected Sign node") == "onnx-import"
-    # A websocket that fails is the network, not a thread that died first: no family.
-    assert _family_of(embedded, "Can send the message on the websocket.", "burn-remote") is None
+    # A websocket that fails is the network (remote-connection), not a thread that died first.
+    assert (
+        _family_of(embedded, "Can send the message on the websocket.", "burn-remote") == "remote-connection"
+    )
 
 
 def test_a_written_analysis_wins_over_the_family(embedded: Catalog) -> None:
@@ -189,3 +191,250 @@ def test_a_rule_whose_record_got_a_written_analysis_and_a_new_tag_is_still_used(
     assert not [f for f in family_findings(catalog_of(written), families) if f.check == "family-unused"]
     bare = {**written, "documentation": None, "solutions": [], "exampleFix": None}
     assert [f.check for f in family_findings(catalog_of(bare), families)].count("family-unused") == 1
+
+
+def _families_of(repo: str, path: str, message: str, kind: str) -> list[str]:
+    """The embedded families whose rules hold for a bare record of this repository, file, message and tag."""
+    values = base(errorMessage=message, messagePattern="x", filePath=path, repo=repo, backgroundTag=kind)
+    return [family.name for family, _ in default_families().classify(Record.model_validate(values))]
+
+
+BURN, CUBECL, NDARRAY = "tracel-ai/burn", "tracel-ai/cubecl", "rust-ndarray/ndarray"
+
+
+@pytest.mark.parametrize(
+    ("repo", "path", "message", "kind", "family"),
+    [
+        # a tensor asked for a data type of another kind; the bridge's kind check is not a DType's kind
+        (
+            BURN,
+            "crates/burn-std/src/tensor/dtype.rs",
+            "Expected float data type, got {value:?}",
+            "explicit-panic",
+            "dtype-kind-mismatch",
+        ),
+        (
+            BURN,
+            "crates/burn-tensor/src/tensor/api/base.rs",
+            "Expected int dtype, got {dtype:?}",
+            "explicit-panic",
+            "dtype-kind-mismatch",
+        ),
+        (
+            BURN,
+            "crates/burn-tensor/src/tensor/api/extension.rs",
+            "Expected kind {kind:?}, got dtype {dtype:?}",
+            "explicit-panic",
+            None,
+        ),
+        # the command-line converter's two arguments, not the same words elsewhere
+        (
+            BURN,
+            "crates/burn-import/src/bin/onnx2burn.rs",
+            "No output directory provided",
+            "expect-failed",
+            "onnx-converter-arguments",
+        ),
+        (
+            BURN,
+            "crates/burn-import/src/main.rs",
+            "No input file provided",
+            "expect-failed",
+            "onnx-converter-arguments",
+        ),
+        (BURN, "crates/burn-import/src/lib.rs", "No input file provided", "expect-failed", None),
+        # ndarray's counts converted to `A`; the conversion to `usize` is an argument check
+        (
+            NDARRAY,
+            "src/numeric/impl_numeric.rs",
+            "Converting axis length to `A` must not fail.",
+            "expect-failed",
+            "ndarray-count-conversion",
+        ),
+        (
+            NDARRAY,
+            "src/impl_constructors.rs",
+            "Converting the length to `usize` must not fail",
+            "expect-failed",
+            "ndarray-argument",
+        ),
+        # burn-wgpu before cubecl: the async client's answer channel is a follow-on, the mapping a read
+        (
+            BURN,
+            "crates/burn-wgpu/src/context/client.rs",
+            "Unable to read buffer",
+            "explicit-panic",
+            "follow-on",
+        ),
+        (
+            BURN,
+            "crates/burn-wgpu/src/context/server.rs",
+            "Unable to read buffer {:?}",
+            "explicit-panic",
+            "tensor-read-failed",
+        ),
+        (BURN, "crates/burn-wgpu/src/context/server.rs", "Unable sync", "explicit-panic", None),
+        (
+            CUBECL,
+            "crates/cubecl-runtime/src/channel/mpsc.rs",
+            "Can't connect to the server correctly {err:?}",
+            "explicit-panic",
+            "follow-on",
+        ),
+        (
+            CUBECL,
+            "crates/cubecl-common/src/device/handle/channel.rs",
+            "Scoped task failed: Runner disconnected",
+            "expect-failed",
+            "follow-on",
+        ),
+        # a task that failed on the runner's own thread is not a runner that is gone
+        (
+            CUBECL,
+            "crates/cubecl-common/src/device/handle/channel.rs",
+            "Can't have an error when submitting a task",
+            "expect-failed",
+            None,
+        ),
+        (
+            BURN,
+            "crates/burn-wgpu/src/context/base.rs",
+            "No adapter found for graphics API {:?}",
+            "explicit-panic",
+            "gpu-adapter-not-found",
+        ),
+        (
+            BURN,
+            "crates/burn-wgpu/src/context/client.rs",
+            "No adapter found for graphics API {:?}",
+            "explicit-panic",
+            None,
+        ),
+        (
+            BURN,
+            "crates/burn-wgpu/src/compute/base.rs",
+            "BURN_WGPU_MAX_TASKS should be a positive integer.",
+            "expect-failed",
+            "runtime-setting",
+        ),
+        (
+            BURN,
+            "crates/burn-wgpu/src/kernel/matmul/tiling2d/base.rs",
+            "Workgroup size y must equal B_N / T_N",
+            "assertion-failed",
+            "kernel-library-refused",
+        ),
+        (
+            BURN,
+            "crates/burn-wgpu/src/kernel/matmul/tiling2d/base.rs",
+            "Workgroup size y must equal B_N / T_N",
+            "explicit-panic",
+            None,
+        ),
+        (
+            BURN,
+            "crates/burn-wgpu/src/context/server.rs",
+            "Tasks should be completed before submiting the current encoder.",
+            "assertion-failed",
+            "internal-assertion",
+        ),
+        (
+            BURN,
+            "crates/burn-std/src/tensor/dtype.rs",
+            "Not a valid DType for tensors.",
+            "explicit-panic",
+            "internal-assertion",
+        ),
+        (
+            BURN,
+            "crates/burn-std/src/tensor/shape.rs",
+            "Not a valid DType for tensors.",
+            "explicit-panic",
+            None,
+        ),
+        (
+            BURN,
+            "crates/burn-derive/src/shared/field.rs",
+            "Only struct cna be derived",
+            "explicit-panic",
+            "burn-derive-usage",
+        ),
+        (
+            BURN,
+            "crates/burn-derive/src/module/codegen_enum.rs",
+            "Can't parse record from a different variant",
+            "explicit-panic",
+            None,
+        ),
+        (
+            BURN,
+            "crates/burn-collective/src/global/node/worker.rs",
+            "Can send the message on the websocket.",
+            "expect-failed",
+            "remote-connection",
+        ),
+        (
+            BURN,
+            "crates/burn-train/src/learner/base.rs",
+            "Can send the message on the websocket.",
+            "expect-failed",
+            None,
+        ),
+        # a runtime or thread the operating system refused; a send on a closed channel is not one
+        (
+            BURN,
+            "crates/burn-remote/src/server/builder.rs",
+            "Failed to build the tokio runtime",
+            "expect-failed",
+            "async-runtime-start-failed",
+        ),
+        (
+            BURN,
+            "crates/burn-collective/src/local/server.rs",
+            "Unable to initialize runtime",
+            "expect-failed",
+            "async-runtime-start-failed",
+        ),
+        (
+            BURN,
+            "crates/burn-remote/src/server/builder.rs",
+            "Failed to build the tokio runtime",
+            "explicit-panic",
+            None,
+        ),
+        (
+            CUBECL,
+            "crates/cubecl-cpu/src/runtime.rs",
+            "Can't get available parallelism on this platform",
+            "expect-failed",
+            "cpu-parallelism-unknown",
+        ),
+        (
+            CUBECL,
+            "crates/cubecl-wgpu/src/runtime.rs",
+            "Can't get available parallelism on this platform",
+            "expect-failed",
+            None,
+        ),
+        # fusion before 0.13: burn-fusion's first graph, burn-wgpu's fused kernels; not its memory checks
+        (
+            BURN,
+            "crates/burn-fusion/src/graph/execution.rs",
+            "Can't wait while sync",
+            "explicit-panic",
+            "kernel-fusion",
+        ),
+        (
+            BURN,
+            "crates/burn-wgpu/src/fusion/elemwise/kernel.rs",
+            "The grid must be a square",
+            "assertion-mismatch",
+            "kernel-fusion",
+        ),
+        (BURN, "crates/burn-fusion/src/stream/memory_checks.rs", "{msg}", "explicit-panic", None),
+    ],
+)
+def test_the_pre_013_and_dtype_rules_take_their_records_and_leave_their_neighbours(
+    repo: str, path: str, message: str, kind: str, family: str | None
+) -> None:
+    assert _families_of(repo, path, message, kind) == ([family] if family else [])

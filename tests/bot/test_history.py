@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from bot.history import Successor, history_json, record_history, successor
-from bot.lookup import PanicLookup, answer_site
+from bot.lookup import PanicLookup, answer_site, condition_note
 from bot.records import Record, default_catalog
 from bot.releases import ReleaseTable
 from tests.bot.test_releases import AFTER_0161, BURN, MODULE_BASE, RELEASE_ROWS, group
@@ -43,6 +43,7 @@ def test_a_changed_condition_is_dated_to_the_first_release_that_reads_it() -> No
             "version": "0.16.1",
             "before": ["lhs.shape != rhs.shape"],
             "after": ["lhs.dims() != rhs.dims()"],
+            "changed_by": None,  # no history table row names the commit
         }
     ]
     # v0.17.0-pre.1 follows the newest release that has it: the first that no longer raises it.
@@ -52,6 +53,64 @@ def test_a_changed_condition_is_dated_to_the_first_release_that_reads_it() -> No
         "version": "0.17.0-pre.1",
     }
     assert history["removed_by"] is None
+
+
+def test_the_condition_change_commit_is_named_when_the_history_table_knows_it() -> None:
+    table = table_with(
+        {
+            "id": "check",
+            "repo": BURN,
+            "filePath": MODULE_BASE,
+            "releases": [
+                group(["v0.16.1"], "burn-core", 120, condition="lhs.dims() != rhs.dims()"),
+                group(["v0.15.0", "v0.16.0"], "burn-core", 100, condition="lhs.shape != rhs.shape"),
+            ],
+        }
+    )
+    rows = [
+        # a change row of another release, a damaged one, and the one for v0.16.1
+        {
+            "id": "check",
+            "sinceRef": "v0.15.0",
+            "changedRef": "v0.16.0",
+            "commit": "0000000000",
+            "subject": "x",
+        },
+        {"id": "check", "changedRef": "v0.16.1", "commit": "1111111111"},
+        {
+            "id": "check",
+            "repo": BURN,
+            "sinceRef": "v0.16.0",
+            "changedRef": "v0.16.1",
+            "commit": "a1b2c3d4e5",
+            "subject": "Compare dims in the check (#2800)",
+            "pullRequest": 2800,
+        },
+    ]
+    table.add_history_text("".join(json.dumps(row) + "\n" for row in rows))
+    history = record_history(table, "check")
+    assert history is not None and len(history.changes) == 1
+    change = history.changes[0]
+    assert (
+        change.commit is not None and change.commit.said == '"Compare dims in the check (#2800)" (a1b2c3d4e5)'
+    )
+    data = history_json(history)
+    assert data is not None
+    assert data["condition_changes"][0]["changed_by"] == {
+        "commit": "a1b2c3d4e5",
+        "subject": "Compare dims in the check (#2800)",
+        "pull_request": 2800,
+        "since_release": "v0.16.0",
+    }
+    assert data["removed_by"] is None  # a change row is no removal
+    assert table.removal("check") is None
+    # The card's line names the change nearest the release shown, with its commit.
+    v0150 = table.sites_of("check")[0].release
+    assert condition_note(table, "check", v0150, "burn-core") == (
+        'In burn-core 0.16.1 (commit "Compare dims in the check (#2800)" (a1b2c3d4e5)): '
+        "`lhs.shape != rhs.shape` before, `lhs.dims() != rhs.dims()` from then on."
+    )
+    assert condition_note(table, "other", v0150, "burn-core") == ""
 
 
 def test_the_removal_commit_is_named_when_the_history_table_knows_it() -> None:
