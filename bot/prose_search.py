@@ -10,11 +10,14 @@ low confidence, never as an answer posted unasked.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import snowballstemmer
 
 from bot.records import Record
 
@@ -40,12 +43,14 @@ FIELD_WEIGHTS = (
 )
 
 
+_ENGLISH = snowballstemmer.stemmer("english")
+
+
+@functools.lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
-    """A light English suffix strip, so "hangs", "hanging" and "hanged" meet "hang"."""
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            return word[: len(word) - len(suffix)] + keep
-    return word
+    """Snowball's English stem, so "hangs", "hanging" and "hanged" meet "hang", and "averaging" meets
+    "average" (the analyses' vocabulary is small: each word is stemmed once)."""
+    return str(_ENGLISH.stemWord(word))
 
 
 def words(text: str) -> list[str]:

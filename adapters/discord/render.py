@@ -46,6 +46,7 @@ WHERE_MAX = 300
 RELEASE_NOTE_MAX = 500
 FIRES_WHEN_MAX = 300
 PANICS_DOC_MAX = 300
+CONDITION_NOTE_MAX = 300
 CONSEQUENCE_MAX = 300
 CONSEQUENCES_NAME = "Also in this paste, following from this panic"
 # The pasted values under a banner message's title (a tensor check's shapes), first of the facts.
@@ -427,6 +428,8 @@ def _facts(card: Card) -> str:
         lines.append("**Release:** " + cut(plain(release), RELEASE_NOTE_MAX))
     if one_line(card.fires_when):
         lines.append("**Fires when:** " + _code_span(card.fires_when, FIRES_WHEN_MAX))
+    if one_line(card.condition_note):
+        lines.append("**Condition changed:** " + _with_code(card.condition_note, CONDITION_NOTE_MAX))
     if doc := one_line(card.panics_doc):
         lines.append("**Its docs say it panics:** " + cut(plain(doc), PANICS_DOC_MAX))
     if card.reported_in:

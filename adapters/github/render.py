@@ -83,9 +83,32 @@ def code_span(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+# What GitHub turns into a reference to an issue or pull request, which adds "mentioned this" to that
+# issue's timeline each time the bot answers: `#123`, `GH-123`, `owner/name#123`, and links to an issue,
+# pull request or discussion. In a code span it is plain text.
+_ISSUE_REFERENCE = re.compile(
+    r"(?i)\bhttps?://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d+(?:[#?/][\w=&/-]*)?"
+    r"|(?<![\w/#`])(?:[\w.-]+/[\w.-]+)?#\d+\b|\bGH-\d+\b"
+)
+# An inline code span of the catalog's markdown (any run of backticks, closed by the same run).
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
+
+
 def _prose(text: str) -> str:
-    """The catalog's own markdown, kept, but never pinging anyone or opening HTML."""
-    return no_mentions(text.replace("<", "&lt;"))
+    """The catalog's own markdown, kept, but never pinging anyone, opening HTML or referencing an issue
+    (a commit subject's `(#2780)` would point at the user's own issue #2780, an analysis's
+    `tracel-ai/burn#4158` would list the bot's every answer on that upstream issue)."""
+    parts: list[str] = []
+    done = 0
+    for span in _INLINE_CODE.finditer(text):
+        parts += [_unreferenced(text[done : span.start()]), span.group()]
+        done = span.end()
+    parts.append(_unreferenced(text[done:]))
+    return no_mentions("".join(parts).replace("<", "&lt;"))
+
+
+def _unreferenced(text: str) -> str:
+    return _ISSUE_REFERENCE.sub(lambda found: code_span(found.group()), text)
 
 
 def _cut(text: str, cap: int | None) -> str:

@@ -55,6 +55,7 @@ WHERE_MAX = 300
 RELEASE_NOTE_MAX = 600
 FIRES_WHEN_MAX = 300
 PANICS_DOC_MAX = 300
+CONDITION_NOTE_MAX = 300
 CONSEQUENCE_MAX = 300
 CONSEQUENCES_LABEL = "*Also in this paste, following from this panic*"
 # The pasted values under a banner message's title (a tensor check's shapes), first of the facts.
@@ -251,6 +252,7 @@ def _fact_limits(card: Card) -> dict[str, int]:
         "release": min(len(release), RELEASE_NOTE_MAX),
         "fires": len(fires),
         "panics": min(len(escape_mrkdwn(_one_line(card.panics_doc))), PANICS_DOC_MAX),
+        "changed": min(len(escape_mrkdwn(_one_line(card.condition_note))), CONDITION_NOTE_MAX),
         # The list keeps room for its "…and N more" line: with that room, all of it is shown.
         "consequences": min(len(listed) + 20, SECTION_MAX) if listed else 0,
     }
@@ -273,6 +275,12 @@ def _facts_text(card: Card, limits: dict[str, int]) -> str:
         lines.append("*Release:* " + _cut(escape_mrkdwn(_one_line(card.release_note)), limits["release"]))
     if limits["fires"]:
         lines.append("*Fires when:* " + _inline_code(card.fires_when, limits["fires"]))
+    if limits["changed"]:
+        note = escape_mrkdwn(_one_line(card.condition_note))
+        if len(note) > limits["changed"]:
+            note = _cut(note, limits["changed"] - 1)
+            note += "`" if note.count("`") % 2 else ""  # a condition cut inside stays code
+        lines.append("*Condition changed:* " + note)
     if limits["panics"]:
         doc = _cut(escape_mrkdwn(_one_line(card.panics_doc)), limits["panics"])
         lines.append("*Its docs say it panics:* " + doc)
@@ -395,7 +403,7 @@ class _Plan:
             return True
         # Asked for the whole fix, the reader gives up the prose first, and the site facts (where, release,
         # condition: often the whole answer) only after the fix. Largest first, short facts go last anyway.
-        facts = ["details", "where", "release", "fires", "panics"]
+        facts = ["details", "where", "release", "fires", "changed", "panics"]
         order = ["cause", "when", "context", "consequences"]
         order += [] if full_fix else ["fix", *facts]
         candidates = [name for name in order if self.limits[name] > self._floor(name)]

@@ -43,6 +43,7 @@ from tests.support.local_only import isolate
 WHERE = "burn-fusion 0.21.0, ordering.rs:49 in `OrderedExecution::execute_optimization`"
 RELEASE = "No longer raised since burn-fusion 0.22.0-pre.1."
 FIRES = "lhs.dims() != rhs.dims()"
+CHANGED = 'In burn-tensor 0.16.0 (commit "Fix alignment (#2416)" (28f99d14e9)): `a != b` from then on.'
 ECHO = "called `Result::unwrap()` on an `Err` value: PoisonError { .. }"
 HOSTILE = (
     "<@123456789012345678> @everyone @here *bold* __under__ `tick` <@&123456789012345678> [x](https://e.x)"
@@ -82,7 +83,7 @@ def facts(message: DiscordMessage) -> list[str]:
     return [
         line
         for line in description.split("\n")
-        if line.startswith(("**Where:**", "**Release:**", "**Fires when:**"))
+        if line.startswith(("**Where:**", "**Release:**", "**Fires when:**", "**Condition changed:**"))
     ]
 
 
@@ -147,6 +148,7 @@ def test_shown_when_set_on_a_card_without_analysis_too(sited: Card) -> None:
         ("where", WHERE, f"**Where:** {WHERE}"),
         ("release_note", RELEASE, f"**Release:** {RELEASE}"),
         ("fires_when", FIRES, f"**Fires when:** `{FIRES}`"),
+        ("condition_note", CHANGED, f"**Condition changed:** {CHANGED}"),
     ],
 )
 def test_each_fact_only_when_set(avg_pool: Card, field: str, value: str, line: str) -> None:
@@ -233,6 +235,7 @@ def maximal(card: Card, char: str = "x") -> Card:
         where=f"burn-{char * 3_000} 0.21.0, {char * 3_000}.rs:49 in `{'@everyone' * 400}::f`",
         release_note=f"No longer raised since {char * 5_000} & <{char * 5_000}>.",
         fires_when=f"{'<' * 4_000} != `{char * 4_000}`",
+        condition_note=f"In {char * 3_000} (commit <{char * 3_000}>): `{'<' * 3_000}` from then on.",
         panics_doc=f"If the shapes *differ* @everyone {char * 5_000}",
         consequences=tuple(f"echo {n} @everyone " + char * 5_000 for n in range(40)),
         details=tuple(f"value {n} @everyone " + char * 400 for n in range(20)),
@@ -248,7 +251,9 @@ def test_every_field_at_its_maximum_stays_valid(avg_pool: Card, char: str) -> No
             [shown] = body["embeds"]
             assert render.embed_size(message.embeds[0]) <= render.EMBEDS_TOTAL_MAX
             assert units(shown["description"]) <= render.DESCRIPTION_MAX
-            where, release, fires = facts(message)
+            where, release, fires, changed = facts(message)
+            assert units(changed) <= len("**Condition changed:** ") + render.CONDITION_NOTE_MAX
+            assert changed.endswith(("…", "…`")) and changed.count("`") % 2 == 0, changed
             assert units(where) <= len("**Where:** ") + render.WHERE_MAX and where.endswith(("…", "…`"))
             assert units(release) <= len("**Release:** ") + render.RELEASE_NOTE_MAX and release.endswith("…")
             assert fires.endswith("…`") and units(fires) <= len("**Fires when:** ") + render.FIRES_WHEN_MAX

@@ -120,7 +120,8 @@ def test_pasted_details_stay_code_and_within_the_comment() -> None:
 def test_a_family_card_says_it_is_general_advice_and_fits_a_comment() -> None:
     service = PanicLookup(default_catalog())
     paste = (
-        "thread 'main' panicked at crates/burn-train/src/learner/supervised/strategies/ddp/strategy.rs:155:14:\n"
+        "thread 'main' panicked at "
+        "crates/burn-train/src/learner/supervised/strategies/ddp/strategy.rs:155:14:\n"
         "worker reaper thread disconnected unexpectedly: RecvError\n"
     )
     card = service.card(service.lookup(paste))
@@ -173,3 +174,34 @@ def test_urls_in_pasted_text_are_never_live_links_on_github() -> None:
         comment = no_match_comment(service.lookup(query), query)
         # Only the nearby records' source links (on GitHub), none from the paste.
         assert all(link.startswith("https://github.com/") for link in links(comment)), links(comment)
+
+
+def references(markdown: str) -> list[str]:
+    """What GitHub would take for a reference to an issue or pull request (which adds "mentioned this" to
+    that issue): `#12`, `GH-12`, `owner/name#12` and issue links, outside code (as GitHub renders it)."""
+    html = cmarkgfm.github_flavored_markdown_to_html(markdown)
+    outside_code = re.sub(r"<code>.*?</code>|<pre>.*?</pre>", " ", html, flags=re.S)
+    pattern = (
+        r"(?<![\w/#&])(?:[\w.-]+/[\w.-]+)?#\d+\b|\bGH-\d+\b|github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+"
+    )
+    return re.findall(pattern, outside_code)
+
+
+def test_issue_references_in_the_analysis_and_history_reference_nothing() -> None:
+    """A removal's or a condition change's commit subject ("... (#2780)") would point at the user's own
+    issue #2780, and an analysis naming `tracel-ai/burn#4158` would list every answer on that issue."""
+    card = replace(
+        avg_pool_card(),
+        release_note="No longer raised since burn-train 0.18.0: 'Fix checkpointer shutdown (#2780)'.",
+        condition_note='In burn-tensor 0.16.0 (commit "Fix alignment (#2416)"): `a != b` from then on.',
+        solutions=(
+            "Upgrade to burn-import 0.20, which reads external data (tracel-ai/burn#4158, GH-12).",
+            "See https://github.com/tracel-ai/burn/issues/3990 and keep `#[derive(Module)]` as it is.",
+        ),
+    )
+    body = card_comment(card, Marker(card.record_id, "issue"))
+    assert references(body) == []
+    for shown in ("`#2780`", "`#2416`", "`tracel-ai/burn#4158`", "`GH-12`", "`#[derive(Module)]`"):
+        assert shown in body
+    assert "`https://github.com/tracel-ai/burn/issues/3990`" in body
+    assert "**Condition changed:**" in body

@@ -43,6 +43,7 @@ from tests.support.local_only import isolate
 WHERE = "burn-fusion 0.21.0, ordering.rs:49 in `OrderedExecution::execute_optimization`"
 RELEASE = "No longer raised since burn-fusion 0.22.0-pre.1."
 FIRES = "lhs.dims() != rhs.dims()"
+CHANGED = 'In burn-tensor 0.16.0 (commit "Fix alignment (#2416)" (28f99d14e9)): `a != b` from then on.'
 ECHO = "called `Result::unwrap()` on an `Err` value: PoisonError { .. }"
 HOSTILE = "<@U123> @everyone *bold* _it_ ~no~ `tick` <!here> & a > b"
 FUSION_PASTE = (
@@ -74,7 +75,7 @@ def facts(message: SlackMessage) -> str:
     found = [
         text
         for text in sections(message)
-        if text.startswith(("*Details:*", "*Where:*", "*Release:*", "*Fires when:*"))
+        if text.startswith(("*Details:*", "*Where:*", "*Release:*", "*Fires when:*", "*Condition changed:*"))
     ]
     assert len(found) <= 1
     return found[0] if found else ""
@@ -145,6 +146,7 @@ def test_shown_when_set_on_a_card_without_analysis_too(sited: Card) -> None:
         ("where", WHERE, f"*Where:* {WHERE}"),
         ("release_note", RELEASE, f"*Release:* {RELEASE}"),
         ("fires_when", FIRES, f"*Fires when:* `{FIRES}`"),
+        ("condition_note", CHANGED, f"*Condition changed:* {CHANGED}"),
     ],
 )
 def test_each_fact_only_when_set(avg_pool: Card, field: str, value: str, line: str) -> None:
@@ -227,6 +229,7 @@ def maximal(card: Card, char: str = "x") -> Card:
         where=f"burn-{char * 3_000} 0.21.0, {char * 3_000}.rs:49 in `{'<' * 3_000}::f`",
         release_note=f"No longer raised since {char * 5_000} & <{char * 5_000}>.",
         fires_when=f"{'<' * 4_000} != `{char * 4_000}`",
+        condition_note=f"In {char * 3_000} (commit <{char * 3_000}>): `{'<' * 3_000}` from then on.",
         panics_doc=f"If the shapes <differ> & {char * 5_000}",
         consequences=tuple(f"echo {n} <@U{n}> " + char * 5_000 for n in range(40)),
         details=tuple(f"value {n} <@U{n}> " + char * 400 for n in range(20)),
@@ -250,8 +253,8 @@ def test_every_field_at_its_maximum_stays_valid(avg_pool: Card, char: str) -> No
                 caps = (
                     render.WHERE_MAX + render.RELEASE_NOTE_MAX + render.FIRES_WHEN_MAX + render.PANICS_DOC_MAX
                 )
-                caps += render.DETAILS_MAX
-                assert len(shown) <= caps + 80
+                caps += render.DETAILS_MAX + render.CONDITION_NOTE_MAX
+                assert len(shown) <= caps + 110
             listed = consequences(message)
             if listed:
                 assert re.search(r"\n_…and \d+ more_$", listed), listed
@@ -277,7 +280,13 @@ def test_long_facts_are_cut_with_an_ellipsis_and_closed_code(sited: Card) -> Non
 
 def test_a_tight_message_gives_up_the_prose_before_the_facts(avg_pool: Card) -> None:
     card = dataclasses.replace(
-        maximal(avg_pool), where=WHERE, release_note=RELEASE, fires_when=FIRES, panics_doc="", details=()
+        maximal(avg_pool),
+        where=WHERE,
+        release_note=RELEASE,
+        fires_when=FIRES,
+        condition_note="",
+        panics_doc="",
+        details=(),
     )
     message = card_message(card, ephemeral=True, record_id="r")
     assert_slack_accepts(message)
