@@ -54,6 +54,7 @@ class _Module:
     api: Mapping[str, Any]
     public: dict[str, list[_Entry]] | None = None
     busy: bool = False
+    external_glob: bool = False  # a `pub use other_crate::path::*`: any name may come through it
 
     @property
     def folder(self) -> str:
@@ -70,7 +71,9 @@ class _Module:
 
 @dataclass(frozen=True, eq=False)
 class _Entry:
-    kind: str  # "mod", or an item kind: fn, struct, enum, trait, type, const, static, union
+    # "mod", an item kind (fn, struct, enum, trait, type, const, static, union), or "extern": a name
+    # re-exported from a crate of another repository, which these tables cannot look into.
+    kind: str
     name: str
     module: _Module
 
@@ -136,7 +139,16 @@ class ReleaseApi:
         for name, kind in table.get("items", []):
             names[name].append(_Entry(kind, name, module))
         for path, alias, _ in table.get("uses", []):
-            for entry in self._resolve_use(module, path.split("::")):
+            segments = path.split("::")
+            resolved = self._resolve_use(module, segments)
+            if not resolved and self._external(module, segments[0]):
+                # Re-exported from a crate these tables do not hold (burn-wgpu's `pub use cubecl::...`, the
+                # `half` crate's `f16`): the name exists, what it is cannot be checked here.
+                if alias == "*":
+                    module.external_glob = True
+                else:
+                    names[alias].append(_Entry("extern", alias, module))
+            for entry in resolved:
                 if alias == "*":
                     if entry.kind == "mod":
                         for name, entries in self.public_names(entry.module).items():
@@ -168,6 +180,15 @@ class ReleaseApi:
         root = self.roots.get(segment)
         return [_Entry("mod", segment, root)] if root is not None else []
 
+    def _external(self, module: _Module, first: str) -> bool:
+        """Whether a `use` path starting with `first`, written in `module`, starts in a crate of another
+        repository (not one of this release's crates, nor a module or item of its own)."""
+        if first in ("crate", "self", "super", "std", "core", "alloc") or first in self.roots:
+            return False
+        if self.child(module, first) is not None:
+            return False
+        return not any(row[0] == first for row in module.scope_table().get("items", []))
+
     def _resolve_use(self, module: _Module, segments: Sequence[str]) -> list[_Entry]:
         segments = [s for s in segments if s]
         if not segments:
@@ -180,6 +201,9 @@ class ReleaseApi:
     def _step(self, entries: Iterable[_Entry], segment: str, crate: str | None = None) -> list[_Entry]:
         found: list[_Entry] = []
         for entry in entries:
+            if entry.kind == "extern":  # inside another repository's item or module: not checked
+                found.append(_Entry("extern", segment, entry.module))
+                continue
             if entry.kind == "mod":
                 if segment == "super" and entry.module.parent is not None:
                     found.append(_Entry("mod", segment, entry.module.parent))
@@ -190,6 +214,8 @@ class ReleaseApi:
                     child = self.child(entry.module, segment)
                     if child is not None:
                         found.append(_Entry("mod", segment, child))
+                if not found and entry.module.external_glob:
+                    found.append(_Entry("extern", segment, entry.module))
             elif entry.kind == "enum" and segment in self.variants(entry):
                 found.append(_Entry("variant", segment, entry.module))
         return found

@@ -487,7 +487,8 @@ class ExampleChecker:
         crates: set[str] | None = None,
     ) -> Problem | None:
         """`Owner::name(...)`; `crates`, when the path resolved the type: the crates that define it."""
-        known_type = any(w.items_named(owner) for w in worlds)
+        # A type re-exported from another repository's crate (`extern`) is as unknown as a generic one.
+        known_type = any(e.kind != "extern" for w in worlds for e in w.items_named(owner))
         own = [s for w in worlds for s in w.methods(owner, name)]
         if crates is not None and own:
             own = [s for w in worlds for s in w.methods(owner, name) if w.files[s.file_path][0] in crates]

@@ -133,3 +133,31 @@ def test_releases_are_kept_apart() -> None:
     assert old.resolve(["my_crate", "old_one"]) and not old.resolve(["my_crate", "new_one"])
     assert new.resolve(["my_crate", "new_one"]) and not new.resolve(["my_crate", "old_one"])
     assert api.release("o/r", "v2.0.0") is None
+
+
+def test_names_re_exported_from_another_repository_resolve_without_being_checked() -> None:
+    """burn-wgpu's `pub use cubecl::wgpu::WgpuRuntime` and `pub use half::*` name real items of crates these
+    tables do not hold: a path through them exists (an example may use it), what follows is not checked;
+    a name that no `use` brings is still nothing."""
+    lib = """
+pub mod backend;
+pub use cubecl::wgpu::WgpuRuntime;
+pub use cubecl::wgpu::{WgpuDevice as Device};
+"""
+    backend = "pub use half::*;\npub struct Local;"
+    api = ApiTable(
+        _rows(
+            {
+                "crates/my-wgpu/src/lib.rs": ("my-wgpu", lib),
+                "crates/my-wgpu/src/backend.rs": ("my-wgpu", backend),
+            }
+        )
+    )
+    release = api.release("o/r", "v1.0.0")
+    assert release is not None
+    assert [e.kind for e in release.resolve(["my_wgpu", "WgpuRuntime"])] == ["extern"]
+    assert [e.kind for e in release.resolve(["my_wgpu", "Device", "new"])] == ["extern"]
+    assert [e.kind for e in release.resolve(["my_wgpu", "backend", "f16"])] == ["extern"]  # the glob
+    assert [e.kind for e in release.resolve(["my_wgpu", "backend", "Local"])] == ["struct"]
+    assert release.resolve(["my_wgpu", "Nope"]) == []  # the crate root has no glob of another crate
+    assert release.resolve(["my_wgpu", "WgpuDevice"]) == []  # imported under another name
