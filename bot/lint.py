@@ -73,8 +73,35 @@ def filled_message(message: str) -> str:
     return "X1".join(split_format_string(message))
 
 
+# Names of products and projects written in CamelCase: prose, not code of the record's crates.
+PRODUCT_NAMES = frozenset(
+    [
+        "pytorch",
+        "libtorch",
+        "tensorflow",
+        "github",
+        "gitlab",
+        "opengl",
+        "webgl",
+        "webgpu",
+        "directx",
+        "cubecl",
+        "javascript",
+        "typescript",
+        "powershell",
+        "numpy",
+        "scipy",
+        "macos",
+        "ios",
+        "huggingface",
+        "openai",
+        "onnxruntime",
+    ]
+)
+
+
 def code_names(text: str) -> set[str]:
-    return {name.lower() for name in _CODE_NAME.findall(text)}
+    return {name.lower() for name in _CODE_NAME.findall(text)} - PRODUCT_NAMES
 
 
 def site_context(releases: ReleaseTable | None, record_id: str) -> str:

@@ -313,3 +313,18 @@ def test_variants_of_one_message_may_share_advice_but_two_messages_may_not() -> 
     assert shared(old, new) == set()
     # One finding per error: the first record of the unsqueeze message, and the squeeze one.
     assert shared(old, new, other) == {"old", "other"}
+
+
+def test_product_names_in_camel_case_are_prose_not_code_of_another_error() -> None:
+    from bot.lint import analysis_overlap, code_names
+
+    assert code_names("Export it from PyTorch with opset 17, or run it on WebGPU on GitHub CI") == set()
+    assert code_names("`TensorData` and `into_data`") == {"tensordata", "into_data"}
+    record = catalog_of(
+        base(
+            documentation="Re-export the model from PyTorch or TensorFlow; check it on GitHub, then WebGPU.",
+            solutions=["Use `a`.", "Use `b`."],
+            exampleFix="x();",
+        )
+    ).records[0]
+    assert analysis_overlap(record) == (1.0, set())  # nothing named that the record could contradict
