@@ -17,8 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import snowballstemmer
-
 from bot.records import Record
 
 # Words of no help in telling two analyses apart: English function words, and the words every issue title
@@ -43,14 +41,20 @@ FIELD_WEIGHTS = (
 )
 
 
-_ENGLISH = snowballstemmer.stemmer("english")
+@functools.cache
+def _english() -> Any:
+    """Snowball's English stemmer, imported on the first typed question (never at start-up: the package
+    imports the stemmers of all its languages, about 0.1-0.3 s)."""
+    import snowballstemmer  # noqa: PLC0415
+
+    return snowballstemmer.stemmer("english")
 
 
 @functools.lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """Snowball's English stem, so "hangs", "hanging" and "hanged" meet "hang", and "averaging" meets
     "average" (the analyses' vocabulary is small: each word is stemmed once)."""
-    return str(_ENGLISH.stemWord(word))
+    return str(_english().stemWord(word))
 
 
 def words(text: str) -> list[str]:

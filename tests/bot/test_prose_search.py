@@ -84,3 +84,22 @@ def test_words_and_the_index() -> None:
     index = ProseIndex([(7, default_catalog().entries[0].record)])
     assert index.search("zzz qqq", 3) == []
     assert index.search("", 3) == []
+
+
+def test_the_stemmer_is_imported_on_the_first_typed_question_not_at_start_up() -> None:
+    """snowballstemmer imports the stemmers of all its languages (0.1-0.3 s): a pasted panic never pays."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from bot.lookup import PanicLookup\n"
+        "from bot.records import default_catalog\n"
+        "lookup = PanicLookup(default_catalog())\n"
+        "lookup.lookup(\"thread 'main' panicked at src/main.rs:1:5:\\nattempt to divide by zero\")\n"
+        "print('snowballstemmer' in sys.modules)\n"
+        f"lookup.lookup({QUESTION!r})\n"
+        "print('snowballstemmer' in sys.modules)\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == ["False", "True"]
