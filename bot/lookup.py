@@ -72,12 +72,10 @@ class PanicLookup:
             entry.record.id: entry.dataset_version for entry in catalog.entries
         }
         self._positions = {record.id: index for index, record in enumerate(self.matcher.records)}
-        releases = catalog.releases
-        self.under_review = frozenset(
-            r.id
-            for r in self.matcher.records
-            if r.has_analysis and analysis_is_suspect(r, site_context(releases, r.id))
-        )
+        # Which analyses seem to describe another error: judged per record when its card is made (reading
+        # every analysis at start-up costs ~0.1 ms each), all at once when a prebuilt file is written.
+        self._under_review: frozenset[str] | None = None
+        self._reviewed: dict[str, bool] = {}
         self._families: FamilyTable | None = catalog.families
         self._families_made: dict[str, FamilyAnalysis | None] = {}
         # What autocomplete reads of every record, when stored apart (a prebuilt file): else the records.
@@ -103,7 +101,8 @@ class PanicLookup:
         lookup.matcher = matcher
         lookup._versions = versions
         lookup._positions = positions
-        lookup.under_review = under_review
+        lookup._under_review = under_review
+        lookup._reviewed = {}
         lookup._families = catalog.families
         lookup._families_made = {}
         lookup._suggest_fields = suggest_fields
@@ -139,6 +138,29 @@ class PanicLookup:
             # answer to what went wrong, so it is never posted unasked.
             result = dataclasses.replace(result, auto_reply=False)
         return self._with_prose(dataclasses.replace(result, matches=_shown(result.matches)[:limit]), limit)
+
+    @property
+    def under_review(self) -> frozenset[str]:
+        """The ids of the records whose analysis seems to describe another error (the card leaves it out)."""
+        if self._under_review is None:
+            self._under_review = frozenset(r.id for r in self.matcher.records if self.is_under_review(r.id))
+        return self._under_review
+
+    def is_under_review(self, record_id: str) -> bool:
+        """Whether this record's analysis seems to describe another error (`analysis_is_suspect`)."""
+        if self._under_review is not None:
+            return record_id in self._under_review
+        known = self._reviewed.get(record_id)
+        if known is None:
+            position = self._positions.get(record_id)
+            record = self.matcher.records[position] if position is not None else None
+            known = bool(
+                record is not None
+                and record.has_analysis
+                and analysis_is_suspect(record, site_context(self.catalog.releases, record_id))
+            )
+            self._reviewed[record_id] = known
+        return known
 
     @functools.cached_property
     def prose_index(self) -> ProseIndex:
@@ -509,7 +531,7 @@ class PanicLookup:
             match,
             pasted,
             self.dataset_version(record_id),
-            under_review=record_id in self.under_review,
+            under_review=self.is_under_review(record_id),
             family=self.family(record),
         )
 
@@ -569,7 +591,7 @@ class PanicLookup:
                 chosen,
                 pasted,
                 self.dataset_version(record_id),
-                under_review=record_id in self.under_review,
+                under_review=self.is_under_review(record_id),
                 consequences=echoes,
                 family=family,
             )
@@ -577,7 +599,7 @@ class PanicLookup:
             chosen,
             pasted,
             self.dataset_version(record_id),
-            under_review=record_id in self.under_review,
+            under_review=self.is_under_review(record_id),
             where=site.where,
             fires_when=site.fires_when or "",
             release_note=site.note,

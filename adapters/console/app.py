@@ -400,7 +400,7 @@ async def record_page(request: web.Request) -> web.Response:
         findings=findings,
         counts=counts.get(record_id, queries.RecordCounts(record_id)),
         sites=lookup.releases.sites_of(record_id),
-        under_review=record_id in lookup.under_review,
+        under_review=lookup.is_under_review(record_id),
     )
 
 

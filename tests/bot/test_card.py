@@ -452,3 +452,18 @@ def test_a_card_without_reports_has_no_reported_line(avg_pool_card: Card) -> Non
     assert avg_pool_card.reported_in == ()
     assert "Reported in" not in render_markdown(avg_pool_card)
     assert card_json(avg_pool_card)["reported_in"] == []
+
+
+def test_analyses_are_judged_when_their_card_is_made_not_at_start_up() -> None:
+    """Reading every analysis for `analysis_is_suspect` cost ~50 ms of each cold start with 700 of them:
+    a record is judged when its card is made, and the whole set only when it is asked for."""
+    service = PanicLookup(seeds_catalog())
+    assert service._under_review is None and service._reviewed == {}
+    deform = (
+        "thread 'main' panicked at crates/burn-autodiff/src/ops/module.rs:915:9:\n"
+        "Can't differentiate deform conv 2d backward."
+    )
+    card = service.card(service.lookup(deform))
+    assert card is not None and card.under_review
+    assert service._reviewed == {"5c5da46720dbbf10": True}
+    assert service.under_review == frozenset({"5c5da46720dbbf10"})
