@@ -9,8 +9,8 @@ from bot.prose_search import ProseIndex, stem, words
 from bot.records import default_catalog
 
 AVG_POOL = "Can't differentiate avg pool 2d backward."
-# No word of the message: its analysis speaks of second-order gradients and average pooling.
-QUESTION = "second derivative through an averaging downsample layer crashes"
+# No word of the message: its analysis speaks of differentiating the average pooling's own gradient.
+QUESTION = "gradient of the averaging layer's own gradient with autodiff"
 
 
 @pytest.fixture(scope="module")
