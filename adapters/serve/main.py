@@ -218,6 +218,8 @@ class Service:
                 raise ServiceError(str(exc)) from None
         self._tasks: list[asyncio.Task[Any]] = []
         self._closers: list[Any] = []
+        # Outboxes close last: a Slack reply acknowledged while the HTTP server finishes is still stored.
+        self._outbox_closers: list[Any] = []
         self._drains: list[Any] = []
         self._drains_before_close: list[Any] = []
         self._redis_parts: list[Any] = []
@@ -270,7 +272,7 @@ class Service:
             except ValueError as exc:
                 raise ServiceError(str(exc)) from None
             shared = RedisOutbox(client, f"panicbot:{platform}")
-            self._closers.append(shared.close)
+            self._outbox_closers.append(shared.close)
             return shared
         from adapters.storage.outbox import SqlOutbox  # noqa: PLC0415
 
@@ -278,7 +280,7 @@ class Service:
             outbox = SqlOutbox(self.settings.database_url.get_secret_value(), platform)
         except StorageError as exc:
             raise ServiceError(f"DATABASE_URL: {exc}") from None
-        self._closers.append(lambda: asyncio.to_thread(outbox.close))
+        self._outbox_closers.append(lambda: asyncio.to_thread(outbox.close))
         return outbox
 
     def ready_when(self, name: str, check: Callable[[], bool]) -> None:
@@ -464,6 +466,9 @@ class Service:
             await runner.cleanup()  # waits up to shutdown_timeout for requests in flight
         for drain in self._drains:
             await drain(grace)  # replies already acknowledged get their answer
+        for close in self._outbox_closers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(close(), timeout=grace)
         await asyncio.to_thread(PASTE_READERS.close)
         await asyncio.to_thread(self.store_observer.close)
         if runner is not None:
