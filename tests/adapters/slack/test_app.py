@@ -8,6 +8,7 @@ import contextlib
 import itertools
 import json
 import logging
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,10 +20,13 @@ import pytest
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
+from adapters.outbox import Outbox
 from adapters.slack import render, server
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.server import build_web_application, run_socket_mode
 from adapters.slack.settings import load_slack_settings
+from adapters.storage import upgrade_database
+from adapters.storage.outbox import SqlOutbox
 from bot.lookup import PanicLookup
 from tests.adapters.slack.fake_slack import (
     BOT_ID,
@@ -406,9 +410,19 @@ def _no_secrets_in_logs(caplog: pytest.LogCaptureFixture) -> Any:
         assert secret not in logged, "a secret was logged"
 
 
+def sqlite_outbox(platform: str = "slack") -> SqlOutbox:
+    """A migrated SQLite database of its own, and `platform`'s outbox in it."""
+    url = f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-slack-')}/panicbot.db"
+    upgrade_database(url)
+    return SqlOutbox(url, platform)
+
+
 @contextlib.asynccontextmanager
-async def running(env: pytest.MonkeyPatch, feedback: Any = None) -> AsyncIterator[Harness]:
-    """Fake Slack, then the app from env settings served on a free local port, then a client."""
+async def running(
+    env: pytest.MonkeyPatch, feedback: Any = None, outbox: Outbox | None = None
+) -> AsyncIterator[Harness]:
+    """Fake Slack, then the app from env settings served on a free local port, then a client. Answers owed
+    through a response_url go through an outbox, as in the service (a SQLite one unless given)."""
     async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
         env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
         env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
@@ -419,7 +433,10 @@ async def running(env: pytest.MonkeyPatch, feedback: Any = None) -> AsyncIterato
         state = SlackState(clock=clock, cooldown_seconds=settings.slack_auto_reply_cooldown_seconds)
         state.feedback = feedback or state.feedback
         service = PanicLookup(seeds_catalog())
-        app = build_slack_app(settings, service, state)
+        own_outbox = sqlite_outbox() if outbox is None else None
+        app = build_slack_app(settings, service, state, outbox=outbox or own_outbox)
+        assert state.owed is not None
+        state.owed.worker.start()
         runner = web.AppRunner(build_web_application(app, len(service.catalog.records)), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, HOST, 0).start()
@@ -429,6 +446,9 @@ async def running(env: pytest.MonkeyPatch, feedback: Any = None) -> AsyncIterato
                 yield Harness(fake, state, clock, base_url, session)
         finally:
             await runner.cleanup()
+            await state.owed.worker.stop(1.0)
+            if own_outbox is not None:
+                own_outbox.close()
         assert fake.problems == [], "Slack would have refused these blocks"
 
 
