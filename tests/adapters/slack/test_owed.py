@@ -1,0 +1,207 @@
+"""Slack's answers owed through a response_url (`/panic`, the message shortcut) kept in the outbox: stored
+before the ack, posted once after a SIGTERM and a restart, dropped (one line) once the URL has expired,
+and a store that fails before the ack is an answer the user sees, never silence."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+import pytest
+
+from adapters import outbox as outbox_module
+from adapters.chat.owed import NOT_STORED_MESSAGE
+from adapters.outbox import OutboxEntry, OutboxWorker
+from adapters.serve.main import Service
+from adapters.storage.errors import StorageError
+from tests.adapters.serve.test_service import clean_env, settings, slack_over_http, started, stopped
+from tests.adapters.slack.fake_slack import FakeSlack
+from tests.adapters.slack.test_app import (
+    ACK_BUDGET,
+    AVG_POOL_PASTE,
+    AVG_POOL_TITLE,
+    BOT_TOKEN,
+    header,
+    message_action,
+    running,
+    signed,
+    slack_env,
+    slash_command,
+    sqlite_outbox,
+    text_of,
+)
+
+__all__ = ["clean_env", "slack_env"]  # fixtures, used by name
+
+COMMANDS = 120
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_panic_owed_at_sigterm_is_answered_after_a_restart_exactly_once(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    lines = _Lines()
+    logging.getLogger("panicbot").addHandler(lines)
+
+    async def scenario() -> None:
+        async with FakeSlack(BOT_TOKEN) as fake:
+            fake.response_delay = 0.2  # Slack's answer takes a while: replies are still owed at the stop
+            slack_over_http(clean_env, fake)
+            # The same database across both starts; no per-user limit (three users ask 120 times).
+            conf = settings(panicbot_user_rate_limit=0, panicbot_shutdown_grace_seconds=1)
+            service = Service(conf, ["slack"], slack_http=True)
+            task, base = await started(service)
+            urls = []
+            async with aiohttp.ClientSession() as http:
+                for n in range(COMMANDS):
+                    url = fake.response_url()
+                    body = urlencode(slash_command(AVG_POOL_PASTE, url, user=f"U{n % 3:09d}"))
+                    headers = {**signed(body), "Content-Type": "application/x-www-form-urlencoded"}
+                    async with http.post(f"{base}/slack/events", data=body, headers=headers) as response:
+                        assert response.status == 200
+                        assert await response.text() == ""  # a plain ack: the answer follows
+                    urls.append(url)
+            await fake.wait_for(lambda: len(fake.responses()) >= 10, what="the first answers", timeout=30)
+            os.kill(os.getpid(), signal.SIGTERM)  # what a rolling deploy sends
+            await asyncio.wait_for(task, timeout=30)
+            assert service.signalled == "SIGTERM"
+            before = sum(fake.posts_to(url) for url in urls)
+            assert 10 <= before < COMMANDS
+            [kept] = [r.getMessage() for r in lines.records if "kept in the outbox" in r.getMessage()]
+            assert kept.startswith(f"stopping with {COMMANDS - before} Slack deliveries not answered yet")
+
+            service = Service(conf, ["slack"], slack_http=True)
+            task, _ = await started(service)
+            await fake.wait_for(lambda: len(fake.responses()) >= COMMANDS, what="every answer", timeout=60)
+            await asyncio.sleep(0.5)  # a duplicate, if any, would come now
+            await stopped(service, task)
+            assert [fake.posts_to(url) for url in urls] == [1] * COMMANDS
+            assert all(AVG_POOL_TITLE in text_of(call) for call in fake.responses())
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        logging.getLogger("panicbot").removeHandler(lines)
+    logged = "\n".join(r.getMessage() for r in lines.records)
+    assert "/response/" not in logged  # a response_url is a secret: entries are named by a digest
+
+
+class _BrokenOutbox:
+    """An outbox whose store is down (or, with `delay`, answers too late for Slack's 3 s)."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.withdrawn: list[str] = []
+
+    async def add(self, entry: OutboxEntry) -> bool:
+        if not self.delay:
+            raise StorageError("the database is not answering")
+        await asyncio.sleep(self.delay)
+        return True
+
+    async def claim(self, owner: str, lease_seconds: float) -> OutboxEntry | None:
+        return None
+
+    async def done(self, key: str) -> None:
+        self.withdrawn.append(key)
+
+    async def release(self, key: str, owner: str, delay: float = 0.0) -> None:
+        return None
+
+    async def pending(self) -> list[str]:
+        return []
+
+
+@pytest.mark.parametrize("delay", [0.0, 2.5], ids=["refused", "too-slow"])
+def test_a_store_failing_before_the_ack_is_an_answer_the_user_sees(
+    slack_env: pytest.MonkeyPatch, delay: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    outbox = _BrokenOutbox(delay)
+
+    async def scenario() -> None:
+        async with running(slack_env, outbox=outbox) as h:
+            reply, url = await h.command(AVG_POOL_PASTE)
+            assert reply.status == 200
+            assert reply.seconds < ACK_BUDGET  # never late, however slow the store
+            assert NOT_STORED_MESSAGE in reply.text  # Slack shows the ack's text to the user
+            shortcut_url = h.fake.response_url()
+            assert (await h.interaction(message_action(AVG_POOL_PASTE, shortcut_url))).status == 200
+            note = await h.response(shortcut_url)  # a shortcut's ack carries no text: told at once instead
+            assert NOT_STORED_MESSAGE in text_of(note)
+            if delay:
+                await h.fake.wait_for(lambda: len(outbox.withdrawn) == 2, what="the late stores undone")
+            await asyncio.sleep(0.1)
+            assert h.fake.posts_to(url) == 0  # nothing owed, nothing posted late
+
+    run(scenario())
+    failures = [r for r in caplog.records if "not stored in the Slack outbox" in r.getMessage()]
+    assert len(failures) == 2 and all(r.exc_info is None for r in failures)
+
+
+def test_an_expired_response_url_is_dropped_with_one_line_and_never_posted(
+    slack_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    outbox = sqlite_outbox()
+
+    async def scenario() -> None:
+        async with running(slack_env, outbox=outbox) as h:
+            owed = h.state.owed
+            assert owed is not None
+            await owed.worker.stop(0.1)  # this replica is gone: the reply waits in the outbox
+            reply, url = await h.command(AVG_POOL_PASTE)
+            assert reply.status == 200 and reply.text == ""
+            [key] = await outbox.pending()
+            # Another replica starts 31 minutes later: Slack keeps a response_url for 30.
+            later = time.time() + 31 * 60
+            owed.clock = lambda: later
+            other = OutboxWorker(outbox, owed.worker.handle, name="Slack", log=owed.log, poll_seconds=0.02)
+            other.start()
+            await h.fake.wait_for(lambda: other.dropped == 1, what="the expired reply dropped")
+            await other.stop(0.1)
+            assert await outbox.pending() == []
+            assert h.fake.posts_to(url) == 0
+            dropped = [r for r in caplog.records if key in r.getMessage() and "dropped" in r.getMessage()]
+            assert len(dropped) == 1 and dropped[0].exc_info is None
+            assert "its response_url expired" in dropped[0].getMessage()
+
+    run(scenario())
+    outbox.close()
+
+
+def test_a_refused_response_url_is_not_retried_and_slacks_outage_is(
+    slack_env: pytest.MonkeyPatch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outbox_module, "RETRY_BASE_SECONDS", 0.05)
+
+    async def scenario() -> None:
+        async with running(slack_env) as h:
+            h.fake.fail_response_url(404, "expired_url")
+            _, gone = await h.command(AVG_POOL_PASTE)
+            await h.fake.wait_for(lambda: h.fake.posts_to(gone) == 1, what="the refused post")
+            h.fake.fail_response_url(503, "service_unavailable", times=2)
+            _, url = await h.command(AVG_POOL_PASTE)
+            answer = await h.response(url)  # tried again after Slack's outage
+            assert header(answer) == AVG_POOL_TITLE
+            assert h.fake.posts_to(url) == 3
+            await asyncio.sleep(0.3)
+            assert h.fake.posts_to(gone) == 1  # a dead URL is never posted to again
+
+    run(scenario())
+
+
+def run(coroutine: Any) -> None:
+    asyncio.run(asyncio.wait_for(coroutine, timeout=30))
