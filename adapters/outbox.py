@@ -163,6 +163,9 @@ class OutboxWorker:
             if len(self._answers) >= self.concurrency:
                 await asyncio.wait(set(self._answers), return_when=asyncio.FIRST_COMPLETED)
                 continue
+            # Cleared before the claim: an entry added, or one finished (its lane's next may go), while
+            # claiming wakes the wait below at once.
+            self._wake.clear()
             try:
                 entry = await self.outbox.claim(self.owner, self.lease_seconds)
             except Exception as exc:  # the store is down: nothing is lost, it is asked again
@@ -175,7 +178,6 @@ class OutboxWorker:
                     self.log.info("the %s outbox can be read again", self.name)
                 self._unreadable = False
             if entry is None:
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.poll_seconds)
                 continue
@@ -184,7 +186,11 @@ class OutboxWorker:
                 return
             answer = asyncio.get_running_loop().create_task(self._answer(entry))
             self._answers.add(answer)
-            answer.add_done_callback(self._answers.discard)
+            answer.add_done_callback(self._answered)
+
+    def _answered(self, answer: asyncio.Task[None]) -> None:
+        self._answers.discard(answer)
+        self._wake.set()  # the next entry of its lane may go now
 
     async def _answer(self, entry: OutboxEntry) -> None:
         if entry.attempts >= self.max_attempts:

@@ -61,7 +61,8 @@ def test_a_panic_owed_at_sigterm_is_answered_after_a_restart_exactly_once(
         async with FakeSlack(BOT_TOKEN) as fake:
             fake.response_delay = 0.2  # Slack's answer takes a while: replies are still owed at the stop
             slack_over_http(clean_env, fake)
-            # The same database across both starts; no per-user limit (three users ask 120 times).
+            # The same database across both starts; no per-user limit (twelve users ask 120 times; each
+            # user's answers go in order, one at a time).
             conf = settings(panicbot_user_rate_limit=0, panicbot_shutdown_grace_seconds=1)
             service = Service(conf, ["slack"], slack_http=True)
             task, base = await started(service)
@@ -69,7 +70,7 @@ def test_a_panic_owed_at_sigterm_is_answered_after_a_restart_exactly_once(
             async with aiohttp.ClientSession() as http:
                 for n in range(COMMANDS):
                     url = fake.response_url()
-                    body = urlencode(slash_command(AVG_POOL_PASTE, url, user=f"U{n % 3:09d}"))
+                    body = urlencode(slash_command(AVG_POOL_PASTE, url, user=f"U{n % 12:09d}"))
                     headers = {**signed(body), "Content-Type": "application/x-www-form-urlencoded"}
                     async with http.post(f"{base}/slack/events", data=body, headers=headers) as response:
                         assert response.status == 200
