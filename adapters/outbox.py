@@ -147,7 +147,9 @@ class OutboxWorker:
         self._unreadable = False
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop().create_task(self._run())
+        """Start answering (once: a second call changes nothing)."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop().create_task(self._run())
 
     @property
     def busy(self) -> bool:

@@ -57,9 +57,12 @@ class OwedReplies:
         self.outbox, self.worker, self.log, self.clock = outbox, worker, log, clock
         self._late: set[asyncio.Task[None]] = set()
 
-    async def record(self, key: str, group: str, member: str, payload: dict[str, Any]) -> bool:
+    async def record(
+        self, key: str, group: str, member: str, payload: dict[str, Any], *, wake: bool = True
+    ) -> bool:
         """Store the reply owed (with the time it was asked, `at`); False, logged, when it cannot be stored
-        within `STORE_SECONDS`: then nothing is owed, and the caller tells the user so."""
+        within `STORE_SECONDS`: then nothing is owed, and the caller tells the user so. Without `wake`
+        the caller wakes the worker once the platform has the ack (a follow-up may not come before it)."""
         entry = OutboxEntry(key, group or "-", member or "-", {**payload, "at": self.clock()})
         adding = asyncio.ensure_future(self.outbox.add(entry))
         try:
@@ -79,8 +82,16 @@ class OwedReplies:
                 exc.__class__.__name__,
             )
             return False
-        self.worker.wake()
+        if wake:
+            self.worker.wake()
         return True
+
+    async def withdraw(self, key: str) -> None:
+        """The ack that owed this reply failed: nothing is owed after all."""
+        try:
+            await self.outbox.done(key)
+        except Exception as exc:
+            self.log.warning("reply %s could not be withdrawn (%s)", key, exc.__class__.__name__)
 
     @property
     def name(self) -> str:

@@ -8,7 +8,6 @@ import contextlib
 import itertools
 import json
 import logging
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -25,8 +24,6 @@ from adapters.slack import render, server
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.server import build_web_application, run_socket_mode
 from adapters.slack.settings import load_slack_settings
-from adapters.storage import upgrade_database
-from adapters.storage.outbox import SqlOutbox
 from bot.lookup import PanicLookup
 from tests.adapters.slack.fake_slack import (
     BOT_ID,
@@ -39,6 +36,7 @@ from tests.adapters.slack.fake_slack import (
 )
 from tests.support.catalogs import seeds_catalog
 from tests.support.local_only import isolate
+from tests.support.outboxes import sqlite_outbox
 
 BOT_TOKEN = "xoxb-test-1234-5678-NotARealToken"
 APP_TOKEN = "xapp-1-A1-1234-NotARealAppToken"
@@ -410,13 +408,6 @@ def _no_secrets_in_logs(caplog: pytest.LogCaptureFixture) -> Any:
         assert secret not in logged, "a secret was logged"
 
 
-def sqlite_outbox(platform: str = "slack") -> SqlOutbox:
-    """A migrated SQLite database of its own, and `platform`'s outbox in it."""
-    url = f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-slack-')}/panicbot.db"
-    upgrade_database(url)
-    return SqlOutbox(url, platform)
-
-
 @contextlib.asynccontextmanager
 async def running(
     env: pytest.MonkeyPatch, feedback: Any = None, outbox: Outbox | None = None
@@ -433,8 +424,8 @@ async def running(
         state = SlackState(clock=clock, cooldown_seconds=settings.slack_auto_reply_cooldown_seconds)
         state.feedback = feedback or state.feedback
         service = PanicLookup(seeds_catalog())
-        own_outbox = sqlite_outbox() if outbox is None else None
-        app = build_slack_app(settings, service, state, outbox=outbox or own_outbox)
+        own_outbox = sqlite_outbox("slack") if outbox is None else None
+        app = build_slack_app(settings, service, state, outbox=outbox if outbox is not None else own_outbox)
         assert state.owed is not None
         state.owed.worker.start()
         runner = web.AppRunner(build_web_application(app, len(service.catalog.records)), access_log=None)

@@ -33,9 +33,9 @@ from tests.adapters.slack.test_app import (
     signed,
     slack_env,
     slash_command,
-    sqlite_outbox,
     text_of,
 )
+from tests.support.outboxes import sqlite_outbox
 
 __all__ = ["clean_env", "slack_env"]  # fixtures, used by name
 
@@ -156,7 +156,7 @@ def test_a_store_failing_before_the_ack_is_an_answer_the_user_sees(
 def test_an_expired_response_url_is_dropped_with_one_line_and_never_posted(
     slack_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    outbox = sqlite_outbox()
+    outbox = sqlite_outbox("slack")
 
     async def scenario() -> None:
         async with running(slack_env, outbox=outbox) as h:
