@@ -209,17 +209,20 @@ class Service:
             raise ServiceError(f"PANICBOT_CATALOG cannot be served: {exc}") from None
         self.status = ServiceStatus(self.live)
         self.web_app = build_service_application(self.status, self.metrics)
+        # Outboxes (and the console's shared logouts) close last: a Slack reply acknowledged while the HTTP
+        # server finishes is still stored.
+        self._outbox_closers: list[Any] = []
         if settings.console_enabled:  # the maintainers' console, off unless a credential is set
             from adapters.console.app import mount_console  # noqa: PLC0415  (loads Jinja2 and pygal)
 
             try:
-                mount_console(self.web_app, settings, lambda: self.live.current, self.store)
+                mount_console(
+                    self.web_app, settings, lambda: self.live.current, self.store, self._revocations()
+                )
             except SettingsError as exc:
                 raise ServiceError(str(exc)) from None
         self._tasks: list[asyncio.Task[Any]] = []
         self._closers: list[Any] = []
-        # Outboxes close last: a Slack reply acknowledged while the HTTP server finishes is still stored.
-        self._outbox_closers: list[Any] = []
         self._drains: list[Any] = []
         self._drains_before_close: list[Any] = []
         self._redis_parts: list[Any] = []
@@ -261,6 +264,21 @@ class Service:
         self, prefix: str, cooldown_seconds: float, more: Callable[[Any, str], dict[str, Any]] | None = None
     ) -> dict[str, Any]:
         return self._shared_state(prefix, cooldown_seconds, more)
+
+    def _revocations(self) -> Any:
+        """Where console logouts are shared: Redis with REDIS_URL, else (None) the database."""
+        if self.settings.redis_url is None:
+            return None
+        from adapters.console.revocations import RedisRevocations  # noqa: PLC0415
+        from adapters.redis_memory import async_redis_from_url  # noqa: PLC0415
+
+        try:
+            client = async_redis_from_url(self.settings.redis_url.get_secret_value(), timeout=2.0)
+        except ValueError as exc:
+            raise ServiceError(str(exc)) from None
+        revocations = RedisRevocations(client)
+        self._outbox_closers.append(revocations.close)
+        return revocations
 
     def outbox(self, platform: str) -> Outbox:
         if self.settings.redis_url is not None:
