@@ -209,3 +209,23 @@ def test_a_deferral_discord_refuses_owes_nothing(discord_env: pytest.MonkeyPatch
 
     run(scenario())
     outbox.close()
+
+
+def test_a_token_discord_refuses_as_invalid_is_dropped_not_retried(
+    discord_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # After its 15 minutes Discord answers a token 401 "Invalid Webhook Token" (50027), whatever our clock.
+    async def scenario() -> None:
+        async with running(discord_env) as h:
+            h.fake.fail(FOLLOW_UP, 401, 50027, "Invalid Webhook Token")
+            interaction = await explain_a_log_file(h.fake, USER_ID)
+            await h.fake.wait_for(lambda: h.fake.followups(interaction), what="the refused follow-up")
+            owed = h.state.owed
+            assert owed is not None
+            await h.fake.wait_for(lambda: owed.worker.dropped == 1, what="the follow-up dropped")
+            await asyncio.sleep(0.3)
+            assert len(h.fake.followups(interaction)) == 1  # never sent again
+
+    run(scenario())
+    dropped = [r for r in caplog.records if "dropped from the Discord outbox" in r.getMessage()]
+    assert len(dropped) == 1 and dropped[0].exc_info is None and "50027" in dropped[0].getMessage()
