@@ -1146,7 +1146,12 @@ def test_socket_mode_slash_command_is_acked_and_answered(slack_env: pytest.Monke
             slack_env.setenv("SLACK_API_URL", fake.api_url)
             settings = load_slack_settings()
             assert settings.slack_app_token is not None
-            app = build_slack_app(settings, PanicLookup(seeds_catalog()))
+            # As in the service: the answer is stored in the outbox before the envelope's ack.
+            state = SlackState()
+            outbox = sqlite_outbox("slack")
+            app = build_slack_app(settings, PanicLookup(seeds_catalog()), state, outbox=outbox)
+            assert state.owed is not None
+            state.owed.worker.start()
             task = asyncio.create_task(run_socket_mode(app, settings.slack_app_token.get_secret_value()))
             try:
                 await fake.wait_for_socket()
@@ -1172,6 +1177,9 @@ def test_socket_mode_slash_command_is_acked_and_answered(slack_env: pytest.Monke
                     await task
                 for handler in handlers:
                     await handler.close_async()
+                await state.owed.worker.stop(1.0)
+                outbox.close()
+            assert state.owed.worker.answered == 1
             assert fake.problems == []
 
     run(scenario())
