@@ -37,6 +37,12 @@ class TryLater(Exception):
     (logged as a warning, without a traceback)."""
 
 
+class Undeliverable(Exception):
+    """Raised by a handler when the entry can never be answered (the URL or token it must answer through
+    has expired): it is removed, with one warning naming it and the reason (no traceback), never tried
+    again."""
+
+
 @dataclass(frozen=True)
 class OutboxEntry:
     """One delivery owed an answer: `key` is its delivery id, `group` and `member` its lane (a repository
@@ -108,11 +114,12 @@ Handler = Callable[[OutboxEntry], Coroutine[Any, Any, None]]
 
 
 class OutboxWorker:
-    """Answers the outbox's entries one at a time, in the lanes' turns, until stopped.
+    """Answers the outbox's entries, `concurrency` at a time (one by default), in the lanes' turns, until
+    stopped. A lane's next entry waits until the one before it is done, so a lane stays in order.
 
     `handle(entry)` answers one; when it raises, the entry is given back and tried again later (at most
-    `MAX_ATTEMPTS` claims, then dropped and logged). On `stop` no new entry is claimed, the one in hand gets
-    the grace time to finish (else it is cancelled and given back), and what is left is logged by key."""
+    `MAX_ATTEMPTS` claims, then dropped and logged). On `stop` no new entry is claimed, those in hand get
+    the grace time to finish (else they are cancelled and given back), and what is left is logged by key."""
 
     def __init__(
         self,
@@ -124,25 +131,30 @@ class OutboxWorker:
         lease_seconds: float = LEASE_SECONDS,
         poll_seconds: float = POLL_SECONDS,
         max_attempts: int = MAX_ATTEMPTS,
+        concurrency: int = 1,
     ) -> None:
         self.outbox, self.handle, self.name, self.log = outbox, handle, name, log
         self.lease_seconds, self.poll_seconds, self.max_attempts = lease_seconds, poll_seconds, max_attempts
+        self.concurrency = max(1, concurrency)
         self.owner = f"{name.lower()}-{uuid.uuid4().hex[:12]}"
         self.answered = 0  # entries handled to the end by this worker (a metric, and for tests)
+        self.dropped = 0  # entries removed unanswered (`Undeliverable`, or too many failures)
         self._wake = asyncio.Event()
         self._stopping = False
-        self._current: asyncio.Task[None] | None = None
-        self._current_key: str | None = None
+        self._in_hand: dict[str, asyncio.Task[None]] = {}  # each entry's handler, by key
+        self._answers: set[asyncio.Task[None]] = set()  # each entry's whole turn (handler, removal)
         self._loop: asyncio.Task[None] | None = None
         self._unreadable = False
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop().create_task(self._run())
+        """Start answering (once: a second call changes nothing)."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop().create_task(self._run())
 
     @property
     def busy(self) -> bool:
         """An entry is in hand now."""
-        return self._current is not None
+        return bool(self._in_hand)
 
     def wake(self) -> None:
         """An entry was added here: look now rather than at the next poll."""
@@ -150,6 +162,12 @@ class OutboxWorker:
 
     async def _run(self) -> None:
         while not self._stopping:
+            if len(self._answers) >= self.concurrency:
+                await asyncio.wait(set(self._answers), return_when=asyncio.FIRST_COMPLETED)
+                continue
+            # Cleared before the claim: an entry added, or one finished (its lane's next may go), while
+            # claiming wakes the wait below at once.
+            self._wake.clear()
             try:
                 entry = await self.outbox.claim(self.owner, self.lease_seconds)
             except Exception as exc:  # the store is down: nothing is lost, it is asked again
@@ -162,14 +180,19 @@ class OutboxWorker:
                     self.log.info("the %s outbox can be read again", self.name)
                 self._unreadable = False
             if entry is None:
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.poll_seconds)
                 continue
             if self._stopping:  # stopped while claiming: give it back untouched
                 await self._give_back(entry.key)
                 return
-            await self._answer(entry)
+            answer = asyncio.get_running_loop().create_task(self._answer(entry))
+            self._answers.add(answer)
+            answer.add_done_callback(self._answered)
+
+    def _answered(self, answer: asyncio.Task[None]) -> None:
+        self._answers.discard(answer)
+        self._wake.set()  # the next entry of its lane may go now
 
     async def _answer(self, entry: OutboxEntry) -> None:
         if entry.attempts >= self.max_attempts:
@@ -179,18 +202,23 @@ class OutboxWorker:
                 entry.attempts,
                 self.name,
             )
+            self.dropped += 1
             await self._finish(entry.key)
             return
-        self._current_key = entry.key
-        self._current = asyncio.get_running_loop().create_task(self.handle(entry))
+        handling = self._in_hand[entry.key] = asyncio.get_running_loop().create_task(self.handle(entry))
         try:
-            await asyncio.shield(self._current)
+            await asyncio.shield(handling)
         except asyncio.CancelledError:
-            if self._current.cancelled():
+            if handling.cancelled():
                 # Cut short by the stop: it stays for the next start (in its lane's turn).
                 await self._give_back(entry.key)
                 return
             raise
+        except Undeliverable as exc:
+            self.log.warning("delivery %s dropped from the %s outbox: %s", entry.key, self.name, exc)
+            self.dropped += 1
+            await self._finish(entry.key)
+            return
         except TryLater as exc:
             delay = backoff(entry.attempts)
             self.log.warning("delivery %s not answered now (%s): tried again in %g s", entry.key, exc, delay)
@@ -201,7 +229,7 @@ class OutboxWorker:
             await self._give_back(entry.key, backoff(entry.attempts))
             return
         finally:
-            self._current, self._current_key = None, None
+            self._in_hand.pop(entry.key, None)
         self.answered += 1
         await self._finish(entry.key)
 
@@ -223,15 +251,17 @@ class OutboxWorker:
             self.log.warning("delivery %s not given back (%s)", key, exc.__class__.__name__)
 
     async def stop(self, timeout: float) -> None:
-        """Claim nothing more; let the entry in hand finish within `timeout` seconds (else give it back);
-        log what is left in the outbox, by delivery id."""
+        """Claim nothing more; let the entries in hand finish within `timeout` seconds (else give them
+        back); log what is left in the outbox, by delivery id."""
         self._stopping = True
         self._wake.set()
-        current = self._current
-        if current is not None and not current.done():
-            done, _ = await asyncio.wait({current}, timeout=timeout)
-            if not done:
-                current.cancel()
+        in_hand = [task for task in self._in_hand.values() if not task.done()]
+        if in_hand:
+            _, late = await asyncio.wait(in_hand, timeout=timeout)
+            for task in late:
+                task.cancel()
+        if self._answers:  # each gives its entry back, or removes it
+            await asyncio.wait(set(self._answers), timeout=max(timeout, 1.0))
         if self._loop is not None:
             try:
                 await asyncio.wait_for(self._loop, timeout=max(timeout, 1.0))

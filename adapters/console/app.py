@@ -46,6 +46,7 @@ from adapters.console.drafts import (
     set_aside_damaged_tail,
 )
 from adapters.console.previews import previews
+from adapters.console.revocations import Revocations, StoreRevocations
 from adapters.console.settings import ConsoleSettings
 from adapters.storage import SqlStore
 from adapters.storage import console_queries as queries
@@ -93,6 +94,8 @@ class Console:
     templates: jinja2.Environment
     api: ApiTables
     trusted_proxies: tuple[Network, ...] = ()
+    # Sessions logged out on any replica (None: this process's logouts only, as `Authenticator` keeps them).
+    revocations: Revocations | None = None
 
     def client(self, request: web.Request) -> str:
         """The client's address: the peer's, or through trusted proxies their `X-Forwarded-For`."""
@@ -179,6 +182,16 @@ async def require_session(request: web.Request, handler: Handler) -> web.StreamR
         return await handler(request)
     console = _console(request)
     session = console.auth.session(request.cookies.get(COOKIE))
+    if session is not None and console.revocations is not None:
+        try:
+            if await console.revocations.revoked(session.nonce):
+                session = None  # logged out on another replica
+        except Exception as exc:
+            # Unknown whether it was logged out: refused, never let through.
+            log.error("console sessions logged out cannot be read (%s)", exc.__class__.__name__)
+            raise web.HTTPServiceUnavailable(
+                text="the console cannot check sessions right now; try again in a minute"
+            ) from None
     if session is None:
         if request.method in ("GET", "HEAD"):
             raise web.HTTPFound(f"{PREFIX}/login")
@@ -262,7 +275,19 @@ async def logout(request: web.Request) -> web.StreamResponse:
     """Ends the session on the server too: its cookie, replayed, no longer works."""
     session = request.get(SESSION_KEY)
     if session is not None:
-        _console(request).auth.revoke(session)
+        console = _console(request)
+        console.auth.revoke(session)
+        if console.revocations is not None:
+            try:
+                await console.revocations.revoke(session.nonce, session.expires)
+            except Exception as exc:
+                # Ended here, not on the other replicas: the user is told and may try again.
+                log.error(
+                    "console logout not shared (%s)", exc.__class__.__name__, extra={"user": session.user}
+                )
+                raise web.HTTPServiceUnavailable(
+                    text="logged out on this server only: the session store is not answering; try again"
+                ) from None
         log.info("console logout", extra={"user": session.user})
     response = web.HTTPSeeOther(f"{PREFIX}/login")
     response.del_cookie(COOKIE, path=PREFIX)
@@ -461,9 +486,13 @@ def authenticator(settings: ConsoleSettings) -> Authenticator:
 
 
 def build_console_app(
-    settings: ConsoleSettings, lookups: Callable[[], PanicLookup], store: SqlStore
+    settings: ConsoleSettings,
+    lookups: Callable[[], PanicLookup],
+    store: SqlStore,
+    revocations: Revocations | None = None,
 ) -> web.Application:
-    """The sub-application (mount it at `/console`); raises `SettingsError` on a malformed user list."""
+    """The sub-application (mount it at `/console`); raises `SettingsError` on a malformed user list.
+    `revocations`: where logouts are shared with the other replicas (default: the database of `store`)."""
     app = web.Application(middlewares=[security_headers, error_page, require_session])
     drafts = Path(settings.panicbot_console_drafts)
     set_aside_damaged_tail(drafts)  # logged with its line number; the next draft starts a line of its own
@@ -475,6 +504,7 @@ def build_console_app(
         templates=_templates(),
         api=ApiTables(catalog_paths_of(settings)),
         trusted_proxies=settings.trusted_proxies,
+        revocations=revocations if revocations is not None else StoreRevocations(store),
     )
     app.router.add_get("/login", login_page)
     app.router.add_post("/login", login)
@@ -493,10 +523,14 @@ def build_console_app(
 
 
 def mount_console(
-    web_app: web.Application, settings: ConsoleSettings, lookups: Callable[[], PanicLookup], store: SqlStore
+    web_app: web.Application,
+    settings: ConsoleSettings,
+    lookups: Callable[[], PanicLookup],
+    store: SqlStore,
+    revocations: Revocations | None = None,
 ) -> None:
     """`/console/` on the service's port; `/console` redirects there."""
-    console = build_console_app(settings, lookups, store)
+    console = build_console_app(settings, lookups, store, revocations)
 
     async def to_console(_: web.Request) -> web.StreamResponse:
         raise web.HTTPFound(f"{PREFIX}/")

@@ -133,8 +133,8 @@ class Authenticator:
 
     def revoke(self, session: Session, now: float | None = None) -> None:
         """End the session now (logout): its cookie is refused from here on, though its signature holds. Kept
-        until it would have expired anyway. In this process: with several replicas, rotate the key to end
-        every session everywhere."""
+        until it would have expired anyway. In this process: the console also records it where every replica
+        looks (`adapters.console.revocations`)."""
         moment = now or time.time()
         for nonce in [n for n, expires in self._revoked.items() if expires <= moment]:
             del self._revoked[nonce]

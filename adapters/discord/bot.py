@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 import re
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,11 +24,13 @@ from discord import app_commands
 from discord.gateway import DiscordWebSocket
 
 from adapters import chat
+from adapters.chat.owed import CONCURRENCY, NOT_STORED_MESSAGE, OwedReplies, expired
 from adapters.discord import render
 from adapters.discord.render import ComponentSpec, DiscordMessage, OptionSpec, SelectSpec
 from adapters.discord.settings import DiscordSettings
 from adapters.local_memory import ExpiringMap
-from bot import Card, Lookup, LookupResult, Matcher
+from adapters.outbox import Outbox, OutboxEntry, OutboxWorker, TryLater, Undeliverable
+from bot import Card, Lookup, LookupResult, Matcher, redact
 
 log = logging.getLogger("panicbot.discord")
 
@@ -43,6 +46,11 @@ TEXT_SUFFIXES = (".txt", ".log")
 NO_PINGS = discord.AllowedMentions.none()
 # Someone's words: joins, pins, thread-created notices and the like are not pastes.
 _PASTE_TYPES = {discord.MessageType.default, discord.MessageType.reply}
+# An interaction's token takes follow-ups for 15 minutes: a follow-up owed longer is dropped.
+INTERACTION_TOKEN_SECONDS = 15 * 60
+# A follow-up refused as "Unknown Webhook" this soon after it was owed may have overtaken its own ack
+# (another replica took it from the outbox before this one's deferral landed): it is tried again.
+ACK_IN_FLIGHT_SECONDS = 30.0
 
 
 @dataclass
@@ -55,11 +63,28 @@ class DiscordState(chat.ChatState[int]):
     attachment_max_bytes: int = ATTACHMENT_MAX_BYTES
     # True from READY until a disconnect, again once resumed: what a readiness probe reports.
     connected: bool = field(default=False, init=False)
+    # Follow-ups owed after a deferral or a card's update (the deferred "Explain this panic", "Post
+    # publicly"), kept in the outbox until sent; None: sent from a task of this process (`owe_through`).
+    owed: OwedReplies | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         # channel id -> its parent's id (0: none) for threads the client had not cached.
         self.thread_parents: ExpiringMap[int, int] = ExpiringMap(24 * 3600, 10_000, self.clock)
+        self.handlers: PanicHandlers | None = None  # the logged-in client's, which the outbox's worker uses
+
+    async def answer_owed(self, entry: OutboxEntry) -> None:
+        """One follow-up from the outbox, through the client logged in (the worker starts with it)."""
+        if self.handlers is None:
+            raise TryLater("not logged in to Discord yet")
+        await self.handlers.answer_owed(entry)
+
+
+def owe_through(state: DiscordState, outbox: Outbox) -> OwedReplies:
+    """Keep `state`'s owed follow-ups in `outbox`; the worker starts once the client has logged in."""
+    worker = OutboxWorker(outbox, state.answer_owed, name="Discord", log=log, concurrency=CONCURRENCY)
+    state.owed = OwedReplies(outbox, worker, log)
+    return state.owed
 
 
 def _reply_key(reply: chat.PostedReply) -> int:
@@ -225,6 +250,7 @@ class PanicHandlers:
         self, client: discord.Client, settings: DiscordSettings, service: Lookup, state: DiscordState
     ) -> None:
         self.client, self.settings, self.service, self.state = client, settings, service, state
+        state.handlers = self
         self.flows = chat.ChatFlows(PLATFORM, service, state, _reply_key)
         # The matcher the keys were made for, weakly: a reloaded catalog's old index is not kept alive here
         # (the service frees it in steps, off the event loop).
@@ -259,15 +285,32 @@ class PanicHandlers:
         pattern = self._mention_pattern()
         return bool(pattern and pattern.search(message.content or ""))
 
-    async def paste_text(self, message: discord.Message) -> str:
-        """The message's text without mentions of the bot, and its .txt/.log attachments (size-capped)."""
+    def message_text(self, message: discord.Message) -> str:
+        """The message's text without mentions of the bot (its attachments left out)."""
         pattern = self._mention_pattern()
         content = message.content or ""
-        parts = [pattern.sub(" ", content).strip() if pattern else content.strip()]
+        return pattern.sub(" ", content).strip() if pattern else content.strip()
+
+    async def paste_text(self, message: discord.Message) -> str:
+        """The message's text without mentions of the bot, and its .txt/.log attachments (size-capped)."""
+        parts = [self.message_text(message)]
         for attachment in message.attachments:
             if is_text_attachment(attachment):
                 parts.append(await self._read(attachment, message))
         return "\n".join(part for part in parts if part.strip())
+
+    async def _read_stored(self, attachment: dict[str, Any], message_id: object) -> str:
+        """An attachment the outbox kept the address of (`_read` for an owed follow-up)."""
+        cap = self.state.attachment_max_bytes
+        size, url = attachment.get("size"), attachment.get("url")
+        if not isinstance(url, str) or not isinstance(size, int) or size > cap:
+            return ""
+        try:
+            data = await asyncio.wait_for(self.client.http.get_from_cdn(url), ATTACHMENT_TIMEOUT_SECONDS)
+        except (TimeoutError, discord.HTTPException, aiohttp.ClientError) as exc:
+            self._refused(exc, "reading attachment %s of message %s", attachment.get("id"), message_id)
+            return ""
+        return data[:cap].decode("utf-8", errors="replace")
 
     async def _read(self, attachment: discord.Attachment, message: discord.Message) -> str:
         cap = self.state.attachment_max_bytes
@@ -435,8 +478,22 @@ class PanicHandlers:
         return [app_commands.Choice(name=name, value=value) for name, value in choices]
 
     async def on_explain(self, interaction: discord.Interaction[Any], target: discord.Message) -> None:
-        """The message command: its target arrives with its content even without the content intent."""
+        """The message command: its target arrives with its content even without the content intent. A
+        log file to download first: deferred, and the follow-up owed is kept in the outbox until sent."""
         if not self.state.track():
+            return
+        files = [attachment for attachment in target.attachments if is_text_attachment(attachment)]
+        if files and self.state.owed is not None:
+            if await self.too_many(interaction.user.id):
+                await self.respond(interaction, render.error_message(chat.RATE_LIMITED_MESSAGE))
+                return
+            job = {
+                "kind": "explain",
+                "text": redact(self.message_text(target)),
+                "message_id": target.id,
+                "files": [{"id": a.id, "url": a.url, "size": a.size} for a in files],
+            }
+            await self._owe(interaction, job, None)
             return
 
         async def read() -> str:
@@ -476,6 +533,15 @@ class PanicHandlers:
         card = self._card_for(action)
         if card is None:
             await self.respond(interaction, render.error_message(chat.CARD_GONE_MESSAGE))
+            return
+        if self.state.owed is not None:
+            job = {
+                "kind": "share",
+                "record_id": card.record_id,
+                "confidence": action.confidence,
+                "shared_by": interaction.user.display_name,
+            }
+            await self._owe(interaction, job, render.posted_message())
             return
         public = self._card(
             card, ephemeral=False, asker_id=interaction.user.id, shared_by=interaction.user.display_name
@@ -534,6 +600,98 @@ class PanicHandlers:
         options = render.with_default(select_options(interaction.message), values[0])
         await self._update(interaction, self._card(card, ephemeral=True, options=options))
 
+    # -- follow-ups owed, kept in the outbox --------------------------------------------------------------
+
+    async def _owe(
+        self,
+        interaction: discord.Interaction[Any],
+        job: dict[str, Any],
+        update: DiscordMessage | None,
+    ) -> None:
+        """Store the follow-up `job` owes, then acknowledge: the clicked card replaced by `update`, else
+        deferred. Not stored: the interaction is answered with a note saying so instead."""
+        owed = self.state.owed
+        assert owed is not None
+        key = f"discord-{interaction.id}"
+        payload = {
+            **job,
+            "application_id": interaction.application_id,
+            "token": interaction.token,
+            "user": interaction.user.id,
+            "channel_id": interaction.channel_id,
+        }
+        group = str(interaction.guild_id or interaction.channel_id or "")
+        if not await owed.record(key, group, str(interaction.user.id), payload, wake=False):
+            await self.respond(interaction, render.error_message(NOT_STORED_MESSAGE))
+            return
+        if update is None:
+            acked = await self._defer(interaction, ephemeral=True)
+        else:
+            acked = await self._update(interaction, update)
+        if not acked:  # the interaction is gone: no follow-up can be sent through it
+            await owed.withdraw(key)
+            return
+        owed.worker.wake()  # only now: a follow-up must not overtake its ack
+
+    async def answer_owed(self, entry: OutboxEntry) -> None:
+        """One owed follow-up: the explained log file's card (private), or the shared card (public). An
+        expired token, or one Discord no longer knows, drops it (`Undeliverable`)."""
+        payload = entry.payload
+        owed = self.state.owed
+        now = owed.clock() if owed is not None else time.time()
+        expired(payload, INTERACTION_TOKEN_SECONDS, now, "its interaction token")
+        asker = _int(payload.get("user"))
+        if payload.get("kind") == "share":
+            card = self.flows.card_for(str(payload.get("record_id") or ""), _float(payload.get("confidence")))
+            if card is None:
+                await self._follow_up(entry, render.error_message(chat.CARD_GONE_MESSAGE), ephemeral=True)
+                return
+            shared_by = str(payload.get("shared_by") or "")
+            public = self._card(card, ephemeral=False, asker_id=asker, shared_by=shared_by)
+            if not await self._follow_up(entry, public, ephemeral=False):
+                note = render.error_message("I could not post in this channel; the card was not shared.")
+                await self._follow_up(entry, note, ephemeral=True)
+            return
+        parts = [str(payload.get("text") or "")]
+        for stored in payload.get("files") or []:
+            if isinstance(stored, dict):
+                parts.append(await self._read_stored(stored, payload.get("message_id")))
+        text = "\n".join(part for part in parts if part.strip())
+        answer = await self.flows.answer_off_loop(text) if text.strip() else chat.Answer("no_text", text)
+        message = self.render_answer(answer, ephemeral=True, asker_id=asker)
+        await self._follow_up(entry, message, ephemeral=True)
+
+    async def _follow_up(self, entry: OutboxEntry, message: DiscordMessage, *, ephemeral: bool) -> bool:
+        """A follow-up through the stored token; False when Discord refused it (logged). No answer from
+        Discord (`TryLater`) or a token it no longer knows (`Undeliverable`) raise for the worker."""
+        payload = entry.payload
+        webhook = discord.Webhook.from_state(
+            data={"id": _int(payload.get("application_id")), "type": 3, "token": str(payload.get("token"))},
+            state=self.client._connection,
+        )
+        try:
+            await webhook.send(ephemeral=ephemeral, wait=True, **_send_kwargs(message))
+        except discord.NotFound as exc:
+            self.state.observer.api_error(PLATFORM, _error_name(exc))
+            asked = payload.get("at")
+            young = isinstance(asked, int | float) and time.time() - asked < ACK_IN_FLIGHT_SECONDS
+            if young:  # its ack may still be on its way (another replica's)
+                raise TryLater(f"Discord does not know its interaction yet ({_error_name(exc)})") from None
+            raise Undeliverable(f"Discord no longer knows its interaction ({_error_name(exc)})") from None
+        except discord.DiscordServerError as exc:
+            self.state.observer.api_error(PLATFORM, _error_name(exc))
+            raise TryLater(f"Discord answered {exc.status}") from None
+        except discord.HTTPException as exc:
+            if exc.status == 401:  # an invalid webhook token: it expired
+                self.state.observer.api_error(PLATFORM, _error_name(exc))
+                raise Undeliverable(f"Discord refused its token ({_error_name(exc)})") from None
+            self._refused(exc, "a follow-up in channel %s", payload.get("channel_id"))
+            return False
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            self.state.observer.api_error(PLATFORM, exc.__class__.__name__)
+            raise TryLater(f"Discord did not answer ({exc.__class__.__name__})") from None
+        return True
+
     # -- Discord calls that never raise -------------------------------------------------------------------
 
     async def _reply(
@@ -552,11 +710,13 @@ class PanicHandlers:
         except discord.HTTPException as exc:
             self._refused(exc, "deleting %s %s in %s", what, message_id, channel_id)
 
-    async def _defer(self, interaction: discord.Interaction[Any], *, ephemeral: bool) -> None:
+    async def _defer(self, interaction: discord.Interaction[Any], *, ephemeral: bool) -> bool:
         try:
             await interaction.response.defer(ephemeral=ephemeral, thinking=True)
         except discord.HTTPException as exc:
             self._refused(exc, "deferring interaction in %s", interaction.channel_id)
+            return False
+        return True
 
     async def _defer_update(self, interaction: discord.Interaction[Any]) -> None:
         try:
@@ -669,6 +829,16 @@ def autocomplete_choices(service: Lookup, current: str) -> list[tuple[str, str]]
     ]
 
 
+def _int(value: object) -> int:
+    if isinstance(value, int):
+        return value
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
+def _float(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
 def _interaction_name(interaction: discord.Interaction[Any]) -> str:
     command = interaction.command
     return f"/{command.name}" if command is not None else f"interaction type {interaction.type.value}"
@@ -743,6 +913,9 @@ class _PanicClient:
         _, url, _ = await client.http.get_bot_gateway()
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
         client.add_dynamic_items(*DYNAMIC_ITEMS)
+        owed = self.panic.state.owed
+        if owed is not None:  # follow-ups need REST only: those left by a stop go out now
+            owed.worker.start()
 
     async def on_ready(self) -> None:
         self.panic.state.connected = True

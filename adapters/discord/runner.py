@@ -6,6 +6,7 @@ token, the portal's intents) stops start-up with a `StartupError` that says what
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -18,7 +19,7 @@ import discord
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from adapters.discord.bot import DiscordState, build_client
+from adapters.discord.bot import DiscordState, build_client, owe_through
 from adapters.discord.settings import DiscordSettings, load_discord_settings
 from adapters.platforms import Host, ServeOptions, until_reachable
 from adapters.settings import PlatformRefused, PlatformUnreachable
@@ -238,8 +239,15 @@ class DiscordPlatform:
             cooldown=shared.get("cooldown"),
             rate_limit=shared.get("rate_limit"),
         )
-        # Before the connection closes (it takes the HTTP session with it): replies in flight finish first.
-        host.on_stop(state.drain, before_close=True)
+        # Follow-ups owed after an ack wait in the outbox (the worker starts once logged in).
+        worker = owe_through(state, host.outbox(self.name)).worker
+
+        async def drain(grace: float) -> None:
+            # Before the connection closes (it takes the HTTP session with it): replies in flight finish
+            # first; owed follow-ups not started stay in the outbox (logged by id) for the next start.
+            await asyncio.gather(worker.stop(grace), state.drain(grace))
+
+        host.on_stop(drain, before_close=True)
         host.ready_when(self.name, lambda: state.connected)
         host.run_for_life(run_discord(settings, host.live, state), "Discord")
         return state

@@ -209,11 +209,16 @@ class Service:
             raise ServiceError(f"PANICBOT_CATALOG cannot be served: {exc}") from None
         self.status = ServiceStatus(self.live)
         self.web_app = build_service_application(self.status, self.metrics)
+        # Outboxes (and the console's shared logouts) close last: a Slack reply acknowledged while the HTTP
+        # server finishes is still stored.
+        self._outbox_closers: list[Any] = []
         if settings.console_enabled:  # the maintainers' console, off unless a credential is set
             from adapters.console.app import mount_console  # noqa: PLC0415  (loads Jinja2 and pygal)
 
             try:
-                mount_console(self.web_app, settings, lambda: self.live.current, self.store)
+                mount_console(
+                    self.web_app, settings, lambda: self.live.current, self.store, self._revocations()
+                )
             except SettingsError as exc:
                 raise ServiceError(str(exc)) from None
         self._tasks: list[asyncio.Task[Any]] = []
@@ -261,6 +266,21 @@ class Service:
     ) -> dict[str, Any]:
         return await self._shared_state(prefix, cooldown_seconds, more)
 
+    def _revocations(self) -> Any:
+        """Where console logouts are shared: Redis with REDIS_URL, else (None) the database."""
+        if self.settings.redis_url is None:
+            return None
+        from adapters.console.revocations import RedisRevocations  # noqa: PLC0415
+        from adapters.redis_memory import async_redis_from_url  # noqa: PLC0415
+
+        try:
+            client = async_redis_from_url(self.settings.redis_url.get_secret_value(), timeout=2.0)
+        except ValueError as exc:
+            raise ServiceError(str(exc)) from None
+        revocations = RedisRevocations(client)
+        self._outbox_closers.append(revocations.close)
+        return revocations
+
     def outbox(self, platform: str) -> Outbox:
         if self.settings.redis_url is not None:
             from adapters.redis_memory import async_redis_from_url  # noqa: PLC0415
@@ -271,7 +291,7 @@ class Service:
             except ValueError as exc:
                 raise ServiceError(str(exc)) from None
             shared = RedisOutbox(client, f"panicbot:{platform}")
-            self._closers.append(shared.close)
+            self._outbox_closers.append(shared.close)
             return shared
         from adapters.storage.outbox import SqlOutbox  # noqa: PLC0415
 
@@ -279,7 +299,7 @@ class Service:
             outbox = SqlOutbox(self.settings.database_url.get_secret_value(), platform)
         except StorageError as exc:
             raise ServiceError(f"DATABASE_URL: {exc}") from None
-        self._closers.append(lambda: asyncio.to_thread(outbox.close))
+        self._outbox_closers.append(lambda: asyncio.to_thread(outbox.close))
         return outbox
 
     def ready_when(self, name: str, check: Callable[[], bool]) -> None:
@@ -471,6 +491,9 @@ class Service:
         for client in self._shared_clients:  # the drained replies used it to the end
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(client.aclose(), timeout=grace)
+        for close in self._outbox_closers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(close(), timeout=grace)
         await asyncio.to_thread(PASTE_READERS.close)
         await asyncio.to_thread(self.store_observer.close)
         if runner is not None:

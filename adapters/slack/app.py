@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -28,11 +29,14 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters import chat
+from adapters.chat.owed import CONCURRENCY, NOT_STORED_MESSAGE, OwedReplies, digest_key, expired
+from adapters.outbox import Outbox, OutboxEntry, OutboxWorker, TryLater, Undeliverable
 from adapters.slack import render
 from adapters.slack.settings import SlackSettings
-from bot import Card, Lookup, LookupResult
+from bot import Card, Lookup, LookupResult, redact
 
 log = logging.getLogger("panicbot.slack")
 
@@ -49,13 +53,19 @@ _MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 _AUTO_REPLY_SUBTYPES = {None, "thread_broadcast", "file_share"}
 # How a call to Slack fails: Slack's refusal (SlackApiError) or no answer at all (after the client's retries).
 SLACK_FAILURES = (SlackClientError, aiohttp.ClientError, OSError, TimeoutError)
+# A response_url takes posts for 30 minutes after the request (and 5 of them): a reply owed longer is dropped.
+RESPONSE_URL_SECONDS = 30 * 60
+RESPONSE_URL_TIMEOUT_SECONDS = 10
 
 
 class SlackState(chat.ChatState[tuple[str, ...]]):
     """Everything the handlers remember, built once per process. Unasked replies are keyed by (channel,
-    paste ts); shared by replicas in Redis when given (Slack may deliver the edit to another replica)."""
+    paste ts); shared by replicas in Redis when given (Slack may deliver the edit to another replica).
+    `owed`: the answers to `/panic` and the message shortcut, kept in the outbox from before the ack until
+    posted to their response_url (None: answered from a task of this process, as in tests without one)."""
 
     platform = PLATFORM
+    owed: OwedReplies | None = None
 
 
 def _reply_key(reply: chat.PostedReply) -> tuple[str, ...]:
@@ -192,8 +202,10 @@ def build_slack_app(
     service: Lookup,
     state: SlackState | None = None,
     authorization: SlackAuthorization | None = None,
+    outbox: Outbox | None = None,
 ) -> AsyncApp:
-    """The Bolt app with every listener registered; the same app serves HTTP and Socket Mode."""
+    """The Bolt app with every listener registered; the same app serves HTTP and Socket Mode. With an
+    `outbox`, answers owed through a response_url wait there (`state.owed`; start its worker)."""
     state = state or SlackState(cooldown_seconds=settings.slack_auto_reply_cooldown_seconds)
     secret = settings.slack_signing_secret
     token = settings.slack_bot_token.get_secret_value()
@@ -213,6 +225,9 @@ def build_slack_app(
     if secret is not None:
         app.middleware(refuse_unchecked_requests)
     handlers = _Handlers(settings, service, state)
+    if outbox is not None:
+        worker = OutboxWorker(outbox, handlers.answer_owed, name="Slack", log=log, concurrency=CONCURRENCY)
+        state.owed = OwedReplies(outbox, worker, log)
     handlers.register(app)
     return app
 
@@ -302,9 +317,9 @@ class _Handlers:
 
     def register(self, app: AsyncApp) -> None:
         app.middleware(self.drop_redelivered_events)
-        app.command(COMMAND)(self.acked_then_later(self.on_command))
+        app.command(COMMAND)(self.on_command_owed)
         app.event("app_mention")(self.acked_then_later(self.on_mention))
-        app.shortcut(SHORTCUT_CALLBACK_ID)(self.acked_then_later(self.on_shortcut))
+        app.shortcut(SHORTCUT_CALLBACK_ID)(self.on_shortcut_owed)
         app.event("message")(self.acked_then_later(self.on_message))
         app.action(render.ACTION_SHARE)(self.acked_then_later(self.on_share))
         app.action(render.ACTION_MORE)(self.acked_then_later(self.on_more))
@@ -360,6 +375,86 @@ class _Handlers:
 
     def _replier(self, client: AsyncWebClient, channel: str, thread_ts: str | None = None) -> SlackReplier:
         return SlackReplier(self, client, channel, thread_ts)
+
+    # -- answers owed through a response_url, kept in the outbox ------------------------------------------
+
+    async def _owe(self, kind: str, url: Any, team: Any, user: str, text: str) -> bool | None:
+        """Store the answer owed through `url` before the ack: True when stored, False when it could not be
+        (the user must be told), None when there is no outbox (or no URL) to keep it in."""
+        owed = self.state.owed
+        if owed is None or not isinstance(url, str) or not url:
+            return None
+        # The paste is kept redacted (secrets and home paths never stored); it looks up the same record.
+        payload = {"kind": kind, "user": user, "text": redact(text), "response_url": url}
+        return await owed.record(digest_key("slack", url), str(team or ""), user, payload)
+
+    async def on_command_owed(self, ack: Any, command: dict[str, Any], respond: Any) -> None:
+        """`/panic`: stored, then acknowledged; the outbox's worker posts the answer (`answer_owed`). Not
+        stored: the ack itself says so (Slack shows it to the user)."""
+        user = str(command.get("user_id") or "")
+        text = str(command.get("text") or "")
+        stored = await self._owe("command", command.get("response_url"), command.get("team_id"), user, text)
+        if stored is None:
+            await ack()
+            self.state.spawn(self.on_command(ack=_already_acknowledged, command=command, respond=respond))
+        elif stored:
+            await ack()
+        else:
+            await ack(text=NOT_STORED_MESSAGE)
+
+    async def on_shortcut_owed(self, ack: Any, shortcut: dict[str, Any], respond: Any) -> None:
+        """ "Explain this panic": as `/panic`; a shortcut's ack carries no message, so a reply that could not
+        be stored is told through the response_url at once."""
+        user = str((shortcut.get("user") or {}).get("id") or "")
+        text = str((shortcut.get("message") or {}).get("text") or "")
+        team = (shortcut.get("team") or {}).get("id")
+        stored = await self._owe("shortcut", shortcut.get("response_url"), team, user, text)
+        await ack()
+        if stored is None:
+            self.state.spawn(self.on_shortcut(ack=_already_acknowledged, shortcut=shortcut, respond=respond))
+        elif not stored:
+            note = render.error_message(NOT_STORED_MESSAGE)
+            self.state.spawn(self._respond(respond, note, response_type="ephemeral"))
+
+    async def answer_owed(self, entry: OutboxEntry) -> None:
+        """One answer from the outbox: looked up now, posted to its response_url. An expired URL, or one
+        Slack refuses as gone, drops it (`Undeliverable`); no answer from Slack tries again (`TryLater`)."""
+        payload = entry.payload
+        owed = self.state.owed
+        expired(payload, RESPONSE_URL_SECONDS, owed.clock() if owed else time.time(), "its response_url")
+        user, text = str(payload.get("user") or ""), str(payload.get("text") or "")
+        if entry.attempts:
+            user = ""  # tried before: the per-user limit counted it then
+        if payload.get("kind") == "shortcut":
+
+            async def read() -> str:
+                return text
+
+            answer = await self.flows.explain(user, read)
+        else:
+            answer = await self.flows.ask_off_loop(user, text)
+        message = render_answer(answer, ephemeral=True)
+        await self.post_owed(str(payload.get("response_url") or ""), message, response_type="ephemeral")
+
+    async def post_owed(self, url: str, message: render.SlackMessage, **options: Any) -> None:
+        """A post to a response_url for the outbox: raises what the worker makes of a failure."""
+        client = AsyncWebhookClient(url, timeout=RESPONSE_URL_TIMEOUT_SECONDS)
+        try:
+            response = await client.send(text=message.text, blocks=message.blocks, **options)
+        except SLACK_FAILURES as exc:  # no answer: the URL may well still work
+            error = self.failed("response_url post", exc)
+            raise TryLater(f"response_url post failed: {error}") from None
+        status = response.status_code
+        if status < 400:
+            return
+        # The webhook client returns Slack's refusal (expired_url after 30 minutes) instead of raising.
+        self.state.observer.api_error(PLATFORM, f"response_url {status}")
+        said = " ".join(str(response.body or "").split())[:200]
+        if status in (404, 410):
+            raise Undeliverable(f"Slack refused its response_url ({status} {said})")
+        if status == 429 or status >= 500:
+            raise TryLater(f"response_url post answered {status} {said}")
+        log.warning("response_url post refused: %s %s", status, said)
 
     # -- entry points ---------------------------------------------------------------------------------
 

@@ -366,14 +366,20 @@ class SlackPlatform:
         # Bolt learns who the bot is from the start-up check below, never from a request (which would wait
         # for Slack's Web API, and answer Slack 500 while it is unreachable).
         authorization = SlackAuthorization(settings.slack_bot_token.get_secret_value(), ask_on_request=False)
-        app = build_slack_app(settings, host.live, state, authorization)
+        # Answers owed through a response_url (`/panic`, the shortcut) wait in the outbox until posted.
+        app = build_slack_app(settings, host.live, state, authorization, outbox=host.outbox(self.name))
+        assert state.owed is not None
+        worker = state.owed.worker
+        worker.start()  # answers left by a stop (this replica's or another's) are posted first
         # One connection pool for every Web API call: slack_sdk otherwise opens a session (and a TCP
         # connection) per call, which under a burst of replies costs the event loop more than the replies.
         session = aiohttp.ClientSession()
         app.client.session = session
 
         async def drain_then_close(grace: float) -> None:
-            await state.drain(grace)  # after the HTTP server: replies already acknowledged get their answer
+            # After the HTTP server: replies already acknowledged get their answer; what the outbox's worker
+            # has not started stays there (logged by id) for the next start or another replica.
+            await asyncio.gather(worker.stop(grace), state.drain(grace))
             await session.close()
 
         host.on_stop(drain_then_close)

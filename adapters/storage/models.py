@@ -1,7 +1,7 @@
 """The tables: `votes` (👍/👎 per user, record and message), `unmatched_panics` (redacted pastes the data set
 has no record for, counted), `record_matches` (how often each record answered, per platform), and the outbox
 (`outbox`: acknowledged deliveries not answered yet; `outbox_lanes`: when each repository and user was last
-served, for fairness).
+served, for fairness), and `console_revoked` (console sessions logged out before they expire).
 
 Changing a table here needs a new revision in `migrations/versions/` (the tests compare the two).
 """
@@ -150,3 +150,13 @@ class OutboxLane(Base):
     platform: Mapped[str] = mapped_column(String(32))
     lane: Mapped[str] = mapped_column(String(600))
     served: Mapped[int] = mapped_column(Integer)
+
+
+class RevokedSession(Base):
+    """A console session logged out before it expires (its cookie's nonce), so that every replica refuses
+    its cookie; kept until it would have expired."""
+
+    __tablename__ = "console_revoked"
+
+    nonce: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -35,7 +35,14 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from adapters.storage.engine import DEFAULT_CONNECT_TIMEOUT_SECONDS, make_engine
 from adapters.storage.errors import StorageError, storage_error
-from adapters.storage.models import MAX_MESSAGE_CHARS, VOTE_VALUES, RecordMatch, UnmatchedPanic, Vote
+from adapters.storage.models import (
+    MAX_MESSAGE_CHARS,
+    VOTE_VALUES,
+    RecordMatch,
+    RevokedSession,
+    UnmatchedPanic,
+    Vote,
+)
 from bot.extract import Panic
 from bot.matcher import LookupResult
 from bot.redact import redact
@@ -56,6 +63,7 @@ _NUMBER = re.compile(r"\b(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?)\b")
 _VOTES: Table = Vote.__table__  # type: ignore[assignment]
 _UNMATCHED: Table = UnmatchedPanic.__table__  # type: ignore[assignment]
 _MATCHES: Table = RecordMatch.__table__  # type: ignore[assignment]
+_REVOKED: Table = RevokedSession.__table__  # type: ignore[assignment]
 
 
 def _utc_now() -> datetime:
@@ -268,6 +276,24 @@ class SqlStore:
             for table in (_UNMATCHED, _MATCHES):
                 deleted += connection.execute(delete(table).where(table.c.last_seen < cutoff)).rowcount
         return deleted
+
+    def revoke_session(self, nonce: str, expires: datetime) -> None:
+        """A console session logged out: refused by every replica until `expires` (then forgotten, with
+        every other revocation past its time)."""
+        with self._transaction("revoking a console session") as connection:
+            connection.execute(delete(_REVOKED).where(_REVOKED.c.expires_at <= self._now()))
+            row = {"nonce": nonce[:64], "expires_at": expires}
+            _upsert(connection, _REVOKED, row, keys=("nonce",), changes={"expires_at": expires})
+
+    def session_revoked(self, nonce: str) -> bool:
+        """True when the console session `nonce` was logged out (on any replica) and has not expired."""
+        with self._transaction("reading revoked console sessions") as connection:
+            found = connection.execute(
+                select(_REVOKED.c.nonce).where(
+                    _REVOKED.c.nonce == nonce[:64], _REVOKED.c.expires_at > self._now()
+                )
+            ).first()
+        return found is not None
 
     def report(self, limit: int = 10, catalog_ids: Iterable[str] = ()) -> Report:
         """The most frequent unmatched panics, the records with the most 👎 (and their 👍), and the ids of

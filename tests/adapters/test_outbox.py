@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 
 import pytest
 
 from adapters import outbox as outbox_module
-from adapters.outbox import OutboxEntry, OutboxWorker, Waiting, next_turn
+from adapters.outbox import OutboxEntry, OutboxWorker, Undeliverable, Waiting, next_turn
 from adapters.storage import upgrade_database
 from adapters.storage.outbox import SqlOutbox
 
@@ -118,3 +119,62 @@ def test_an_entry_that_keeps_failing_is_dropped_and_logged(
 
     asyncio.run(scenario())
     assert any("delivery d1 failed 3 times" in r.getMessage() for r in caplog.records)
+
+
+def test_with_concurrency_lanes_run_side_by_side_each_in_its_order(sql_outbox: SqlOutbox) -> None:
+    running: set[str] = set()
+    most = 0
+    answered: list[str] = []
+
+    async def handle(item: OutboxEntry) -> None:
+        nonlocal most
+        running.add(item.member)
+        most = max(most, len(running))
+        await asyncio.sleep(0.05)
+        running.discard(item.member)
+        answered.append(item.key)
+
+    async def scenario() -> None:
+        for n in range(12):
+            await sql_outbox.add(entry(f"{'abc'[n % 3]}{n // 3}", member="abc"[n % 3]))
+        worker = OutboxWorker(sql_outbox, handle, name="Slack", log=log, poll_seconds=5, concurrency=8)
+        worker.start()
+        for _ in range(500):
+            if len(answered) == 12:
+                break
+            await asyncio.sleep(0.01)
+        await worker.stop(1.0)
+
+    started = time.monotonic()
+    asyncio.run(scenario())
+    # Three users' lanes at once (never two of one user's), each in the order it came; the next of a lane
+    # goes as soon as the one before it is done, not at the next poll (5 s).
+    assert most == 3 and time.monotonic() - started < 3
+    for user in "abc":
+        assert [key for key in answered if key[0] == user] == [f"{user}{n}" for n in range(4)]
+
+
+def test_an_undeliverable_entry_is_dropped_with_one_line_and_no_traceback(
+    sql_outbox: SqlOutbox, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[str] = []
+
+    async def expired(item: OutboxEntry) -> None:
+        calls.append(item.key)
+        raise Undeliverable("its response_url expired")
+
+    async def scenario() -> None:
+        await sql_outbox.add(entry("d1"))
+        worker = OutboxWorker(sql_outbox, expired, name="Slack", log=log, poll_seconds=0.01)
+        worker.start()
+        for _ in range(500):
+            if worker.dropped:
+                break
+            await asyncio.sleep(0.01)
+        await worker.stop(1.0)
+        assert calls == ["d1"] and await sql_outbox.pending() == [] and worker.answered == 0
+
+    asyncio.run(scenario())
+    [line] = [r for r in caplog.records if "d1" in r.getMessage()]
+    assert line.getMessage() == "delivery d1 dropped from the Slack outbox: its response_url expired"
+    assert line.exc_info is None

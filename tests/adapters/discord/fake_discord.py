@@ -469,6 +469,8 @@ class FakeDiscord:
         self._sockets: list[_Socket] = []
         self._runner: web.AppRunner | None = None
         self.port = port  # 0: any free one
+        # Seconds each follow-up takes to answer (recorded as soon as it arrives, as Discord would).
+        self.followup_delay = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -1197,6 +1199,8 @@ class FakeDiscord:
         return _json(answer)
 
     async def _followup(self, request: web.Request) -> web.Response:
+        if self.followup_delay:
+            await asyncio.sleep(self.followup_delay)
         interaction = self._interaction_of(request)
         if interaction is None or not interaction.responded:
             return _json({"message": "Unknown Webhook", "code": 10015}, 404)

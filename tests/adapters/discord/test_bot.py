@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from adapters.discord import render
-from adapters.discord.bot import DiscordState
+from adapters.discord.bot import DiscordState, owe_through
 from adapters.discord.runner import StartupError, run_discord, sync_commands
 from adapters.discord.settings import SettingsError, load_discord_settings
 from adapters.local_memory import LocalMemory
+from adapters.outbox import Outbox
 from bot.lookup import PanicLookup
 from tests.adapters.discord.fake_discord import (
     APP_ID,
@@ -38,6 +39,7 @@ from tests.adapters.discord.fake_discord import (
 )
 from tests.support.catalogs import seeds_catalog
 from tests.support.local_only import isolate
+from tests.support.outboxes import sqlite_outbox
 
 TOKEN = "MTE5MDAwMDAwMDAwMDAwMDAwMQ.GfAkEt.not-a-real-token-0123456789abcdefghij"
 
@@ -210,9 +212,11 @@ async def running(
     feedback: Any = None,
     observer: Any = None,
     help_channels: str | None = None,
+    outbox: Outbox | None = None,
     **settings_env: str,
 ) -> AsyncIterator[Harness]:
-    """Fake Discord, then `run_discord` with settings from the environment, connected and given its guild."""
+    """Fake Discord, then `run_discord` with settings from the environment, connected and given its guild.
+    Follow-ups owed after an ack go through an outbox, as in the service (a SQLite one unless given)."""
     async with FakeDiscord(TOKEN) as fake:
         env.setenv("DISCORD_TOKEN", TOKEN)
         env.setenv("DISCORD_API_URL", fake.api_url)
@@ -225,14 +229,19 @@ async def running(
         state = DiscordState(clock=clock, cooldown_seconds=settings.discord_auto_reply_cooldown_seconds)
         state.feedback = feedback or state.feedback
         state.observer = observer or state.observer
+        own_outbox = sqlite_outbox("discord") if outbox is None else None
+        owed = owe_through(state, outbox if outbox is not None else own_outbox)
         task = asyncio.create_task(run_discord(settings, PanicLookup(seeds_catalog()), state))
         try:
             await fake.wait_for_identify()
             yield Harness(fake, state, clock, task)
         finally:
+            await owed.worker.stop(1.0)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            if own_outbox is not None:
+                own_outbox.close()
         assert fake.problems == [], "Discord would have refused these"
         assert fake.pings == [], "a message went out that could ping"
         assert fake.calls_to("PUT /applications/{application_id}/commands") == [], "synced on start"

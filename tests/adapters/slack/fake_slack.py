@@ -102,6 +102,8 @@ class FakeSlack:
         self._socket_connected = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.port = 0
+        # Seconds each response_url post takes to answer (counted as soon as it arrives, as Slack would).
+        self.response_delay = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -169,6 +171,10 @@ class FakeSlack:
     def responses(self) -> list[Call]:
         """Posts to response_url that Slack accepted."""
         return self.calls_to(RESPONSE_URL_METHOD, ok_only=True)
+
+    def posts_to(self, response_url: str) -> int:
+        """How many posts reached `response_url`, accepted or not."""
+        return self._response_posts.get(response_url.rsplit("/", 1)[-1], 0)
 
     async def wait_for(
         self, probe: Callable[[], T | None], *, timeout: float = 5.0, what: str = "a Slack call"
@@ -241,6 +247,8 @@ class FakeSlack:
         self.calls.append(call)
         response_id = request.match_info["id"]
         self._response_posts[response_id] = self._response_posts.get(response_id, 0) + 1
+        if self.response_delay:
+            await asyncio.sleep(self.response_delay)
         failure = self._take_failure(RESPONSE_URL_METHOD)
         if failure is not None:
             call.status, call.error = failure.status, failure.error

@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
+from adapters.outbox import Outbox
 from adapters.slack import render, server
 from adapters.slack.app import SlackState, build_slack_app
 from adapters.slack.server import build_web_application, run_socket_mode
@@ -35,6 +36,7 @@ from tests.adapters.slack.fake_slack import (
 )
 from tests.support.catalogs import seeds_catalog
 from tests.support.local_only import isolate
+from tests.support.outboxes import sqlite_outbox
 
 BOT_TOKEN = "xoxb-test-1234-5678-NotARealToken"
 APP_TOKEN = "xapp-1-A1-1234-NotARealAppToken"
@@ -407,8 +409,11 @@ def _no_secrets_in_logs(caplog: pytest.LogCaptureFixture) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def running(env: pytest.MonkeyPatch, feedback: Any = None) -> AsyncIterator[Harness]:
-    """Fake Slack, then the app from env settings served on a free local port, then a client."""
+async def running(
+    env: pytest.MonkeyPatch, feedback: Any = None, outbox: Outbox | None = None
+) -> AsyncIterator[Harness]:
+    """Fake Slack, then the app from env settings served on a free local port, then a client. Answers owed
+    through a response_url go through an outbox, as in the service (a SQLite one unless given)."""
     async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
         env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
         env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
@@ -419,7 +424,10 @@ async def running(env: pytest.MonkeyPatch, feedback: Any = None) -> AsyncIterato
         state = SlackState(clock=clock, cooldown_seconds=settings.slack_auto_reply_cooldown_seconds)
         state.feedback = feedback or state.feedback
         service = PanicLookup(seeds_catalog())
-        app = build_slack_app(settings, service, state)
+        own_outbox = sqlite_outbox("slack") if outbox is None else None
+        app = build_slack_app(settings, service, state, outbox=outbox if outbox is not None else own_outbox)
+        assert state.owed is not None
+        state.owed.worker.start()
         runner = web.AppRunner(build_web_application(app, len(service.catalog.records)), access_log=None)
         await runner.setup()
         await web.TCPSite(runner, HOST, 0).start()
@@ -429,6 +437,9 @@ async def running(env: pytest.MonkeyPatch, feedback: Any = None) -> AsyncIterato
                 yield Harness(fake, state, clock, base_url, session)
         finally:
             await runner.cleanup()
+            await state.owed.worker.stop(1.0)
+            if own_outbox is not None:
+                own_outbox.close()
         assert fake.problems == [], "Slack would have refused these blocks"
 
 
@@ -1135,7 +1146,12 @@ def test_socket_mode_slash_command_is_acked_and_answered(slack_env: pytest.Monke
             slack_env.setenv("SLACK_API_URL", fake.api_url)
             settings = load_slack_settings()
             assert settings.slack_app_token is not None
-            app = build_slack_app(settings, PanicLookup(seeds_catalog()))
+            # As in the service: the answer is stored in the outbox before the envelope's ack.
+            state = SlackState()
+            outbox = sqlite_outbox("slack")
+            app = build_slack_app(settings, PanicLookup(seeds_catalog()), state, outbox=outbox)
+            assert state.owed is not None
+            state.owed.worker.start()
             task = asyncio.create_task(run_socket_mode(app, settings.slack_app_token.get_secret_value()))
             try:
                 await fake.wait_for_socket()
@@ -1161,6 +1177,9 @@ def test_socket_mode_slash_command_is_acked_and_answered(slack_env: pytest.Monke
                     await task
                 for handler in handlers:
                     await handler.close_async()
+                await state.owed.worker.stop(1.0)
+                outbox.close()
+            assert state.owed.worker.answered == 1
             assert fake.problems == []
 
     run(scenario())

@@ -98,7 +98,13 @@ def every_log() -> Iterator[Everything]:
     root_level = root.level
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
-    names = ["slack_bolt", "slack_sdk", "aiohttp", *logging.root.manager.loggerDict]
+    # Not SQLAlchemy's: the outbox's worker polls its database in the background, and SQLAlchemy at DEBUG
+    # writes each statement at INFO; that is not the request's (SQLAlchemy keeps its loggers at WARNING).
+    names = [
+        name
+        for name in ["slack_bolt", "slack_sdk", "aiohttp", *logging.root.manager.loggerDict]
+        if name != "sqlalchemy" and not name.startswith("sqlalchemy.")
+    ]
     for name in names:
         logger = logging.getLogger(name)
         saved[name] = (logger.level, logger.disabled)

@@ -18,7 +18,7 @@ from sqlalchemy import Engine, text
 
 POSTGRES_URL_ENV = "PANICBOT_TEST_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-TABLES = ("votes", "unmatched_panics", "record_matches", "outbox", "outbox_lanes")
+TABLES = ("votes", "unmatched_panics", "record_matches", "outbox", "outbox_lanes", "console_revoked")
 # Nothing listens on port 1: connecting fails at once, and the password must never show in the error.
 SECRET_PASSWORD = "Sup3r-Secret-Pw"
 UNREACHABLE_URL = f"postgresql+psycopg://panicbot:{SECRET_PASSWORD}@127.0.0.1:1/panicbot"

@@ -42,8 +42,8 @@ def table_names(url: str) -> set[str]:
         engine.dispose()
 
 
-def test_head_is_the_outbox_revision() -> None:
-    assert HEAD == "0003"
+def test_head_is_the_shared_logouts_revision() -> None:
+    assert HEAD == "0004"
 
 
 def test_a_database_at_0001_keeps_its_rows_and_gains_the_pasted_path_and_line(tmp_path: Path) -> None:

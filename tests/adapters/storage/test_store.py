@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from adapters.local_memory import FeedbackStore, InMemoryFeedbackStore
 from adapters.storage import SqlStore, panic_fingerprint
-from adapters.storage.models import MAX_MESSAGE_CHARS, RecordMatch, UnmatchedPanic, Vote
+from adapters.storage.models import MAX_MESSAGE_CHARS, RecordMatch, RevokedSession, UnmatchedPanic, Vote
 from bot.lookup import PanicLookup
 from tests.adapters.storage.support import FakeClock
 from tests.support.catalogs import seeds_catalog
@@ -282,3 +282,17 @@ def test_an_unmatched_panic_keeps_its_pasted_path_redacted_and_its_line(store: S
     assert row["line"] == 88
     assert "burn-fusion-0.21.0/src/stream/queue.rs" in row["raw_path"]
     assert "ana.smith" not in row["raw_path"]
+
+
+def test_a_revoked_console_session_is_refused_until_it_would_have_expired(
+    store: SqlStore, clock: FakeClock
+) -> None:
+    store.revoke_session("nonce-a", clock.now + timedelta(hours=1))
+    store.revoke_session("nonce-a", clock.now + timedelta(hours=1))  # a second logout changes nothing
+    assert store.session_revoked("nonce-a") and not store.session_revoked("nonce-b")
+    clock.advance(hours=2)
+    assert not store.session_revoked("nonce-a")  # expired anyway: its cookie is refused for that
+    store.revoke_session("nonce-b", clock.now + timedelta(hours=1))  # and a later logout forgets it
+    with store.engine.connect() as connection:
+        kept = connection.execute(select(RevokedSession.nonce)).scalars().all()
+    assert kept == ["nonce-b"]
