@@ -146,7 +146,7 @@ def training_log(kilobytes: int) -> str:
     return line * (kilobytes * 1024 // len(line)) + DEFORM_PASTE
 
 
-def probe_loop(events_url: str, response_url: str, stop: Any, results: Any) -> None:
+def probe_loop(events_url: str, response_url: str, stop: Any, results: Any, ready: Any) -> None:
     """In a process of its own (so the burst's sender never delays it): a signed `/panic` and a
     `/healthz`, one after the other, every `PROBE_EVERY` seconds until `stop` is set; the latencies go to
     `results` as (ack seconds, healthz seconds, failures)."""
@@ -158,6 +158,7 @@ def probe_loop(events_url: str, response_url: str, stop: Any, results: Any) -> N
     checks: list[float] = []
     failures = 0
     number = 0
+    ready.set()  # imported and about to probe: the burst may start
     while not stop.is_set():
         number += 1
         body = urlencode(slash_command(AVG_POOL_PASTE, response_url, user=f"UP{number}"))
@@ -193,8 +194,8 @@ async def burst_round(count: int, kilobytes: int) -> dict[str, float]:
             body = json.dumps(event_callback(event, f"Ev{number:08d}")).encode()
             bodies.append((body, {**signed(body.decode()), "Content-Type": "application/json"}))
         context = multiprocessing.get_context("spawn")
-        stop, results = context.Event(), context.Queue()
-        prober = context.Process(target=probe_loop, args=(url, fake.response_url(), stop, results))
+        stop, results, ready = context.Event(), context.Queue(), context.Event()
+        prober = context.Process(target=probe_loop, args=(url, fake.response_url(), stop, results, ready))
         prober.start()
         failures = 0
         connector = aiohttp.TCPConnector(limit=0)
@@ -209,7 +210,10 @@ async def burst_round(count: int, kilobytes: int) -> dict[str, float]:
                 except aiohttp.ClientError:
                     failures += 1
 
-            await asyncio.sleep(1.0)
+            # The prober imports what it needs first (a second or more on a busy machine): the burst starts
+            # once it probes, so the probes see it.
+            await asyncio.to_thread(ready.wait, 60)
+            await asyncio.sleep(0.2)
             begin = time.perf_counter()
             await asyncio.gather(*(mention(body, headers) for body, headers in bodies))
             intake = time.perf_counter() - begin
