@@ -8,6 +8,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -61,8 +62,10 @@ RESPONSE_URL_TIMEOUT_SECONDS = 10
 class SlackState(chat.ChatState[tuple[str, ...]]):
     """Everything the handlers remember, built once per process. Unasked replies are keyed by (channel,
     paste ts); shared by replicas in Redis when given (Slack may deliver the edit to another replica).
-    `owed`: the answers to `/panic` and the message shortcut, kept in the outbox from before the ack until
-    posted to their response_url (None: answered from a task of this process, as in tests without one)."""
+    `owed`: the answers to `/panic`, the message shortcut and the More matches, Full fix and 👍/👎 buttons,
+    kept in the outbox from before the ack until posted to their response_url (None: answered from a task of
+    this process). Share is answered from a task: it posts in the channel first, and a retry could post
+    twice."""
 
     platform = PLATFORM
     owed: OwedReplies | None = None
@@ -224,7 +227,7 @@ def build_slack_app(
     )
     if secret is not None:
         app.middleware(refuse_unchecked_requests)
-    handlers = _Handlers(settings, service, state)
+    handlers = _Handlers(settings, service, state, app.client)
     if outbox is not None:
         worker = OutboxWorker(outbox, handlers.answer_owed, name="Slack", log=log, concurrency=CONCURRENCY)
         state.owed = OwedReplies(outbox, worker, log)
@@ -310,9 +313,70 @@ class SlackReplier:
             self.handlers.failed("chat.delete", exc, reply.channel)
 
 
+# The buttons whose answer is owed through the click's response_url, and the job kind each is stored as.
+BUTTON_KINDS = {
+    render.ACTION_MORE: "more",
+    render.ACTION_FULL_FIX: "full_fix",
+    render.ACTION_VOTE_UP: "vote",
+    render.ACTION_VOTE_DOWN: "vote",
+}
+# How a button's answer goes out: a post to its response_url (from the outbox, or from memory).
+Send = Callable[..., Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True)
+class ButtonJob:
+    """What a button's answer needs, as stored in the outbox: the click's action (its value names the
+    record, the other matches and who shared the card), who clicked, and where the card is."""
+
+    kind: str
+    action_id: str
+    raw_value: str
+    user: str
+    channel: str
+    message_ts: str
+    ephemeral: bool
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> ButtonJob:
+        container = data.get("container")
+        if not isinstance(container, dict):
+            container = {}
+        return cls(
+            kind=str(data.get("kind") or ""),
+            action_id=str(data.get("action_id") or ""),
+            raw_value=str(data.get("value") or ""),
+            user=str(data.get("user") or ""),
+            channel=str(container.get("channel_id") or ""),
+            message_ts=str(container.get("message_ts") or ""),
+            ephemeral=bool(container.get("is_ephemeral")),
+        )
+
+    def stored(self) -> dict[str, Any]:
+        container = {
+            "channel_id": self.channel,
+            "message_ts": self.message_ts,
+            "is_ephemeral": self.ephemeral,
+        }
+        return {
+            "kind": self.kind,
+            "action_id": self.action_id,
+            "value": self.raw_value,
+            "user": self.user,
+            "container": container,
+        }
+
+    @property
+    def value(self) -> render.ActionValue:
+        return render.parse_action_value(self.raw_value)
+
+
 class _Handlers:
-    def __init__(self, settings: SlackSettings, service: Lookup, state: SlackState) -> None:
+    def __init__(
+        self, settings: SlackSettings, service: Lookup, state: SlackState, client: AsyncWebClient
+    ) -> None:
         self.settings, self.service, self.state = settings, service, state
+        self.client = client  # the bot's Web API client, for what the outbox's worker does (chat.update)
         self.flows = chat.ChatFlows(PLATFORM, service, state, _reply_key)
 
     def register(self, app: AsyncApp) -> None:
@@ -322,10 +386,8 @@ class _Handlers:
         app.shortcut(SHORTCUT_CALLBACK_ID)(self.on_shortcut_owed)
         app.event("message")(self.acked_then_later(self.on_message))
         app.action(render.ACTION_SHARE)(self.acked_then_later(self.on_share))
-        app.action(render.ACTION_MORE)(self.acked_then_later(self.on_more))
-        app.action(render.ACTION_FULL_FIX)(self.acked_then_later(self.on_full_fix))
-        app.action(render.ACTION_VOTE_UP)(self.acked_then_later(self.on_vote))
-        app.action(render.ACTION_VOTE_DOWN)(self.acked_then_later(self.on_vote))
+        for button in BUTTON_KINDS:  # More matches, Full fix, 👍/👎: answered from the outbox
+            app.action(button)(self.on_button_owed)
         app.error(self.on_error)
 
     def acked_then_later(
@@ -381,12 +443,17 @@ class _Handlers:
     async def _owe(self, kind: str, url: Any, team: Any, user: str, text: str) -> bool | None:
         """Store the answer owed through `url` before the ack: True when stored, False when it could not be
         (the user must be told), None when there is no outbox (or no URL) to keep it in."""
+        # The paste is kept redacted (secrets and home paths never stored); it looks up the same record.
+        return await self._owe_job(url, team, user, {"kind": kind, "user": user, "text": redact(text)})
+
+    async def _owe_job(self, url: Any, team: Any, user: str, job: dict[str, Any]) -> bool | None:
+        """Store `job` (what the worker needs to answer, never a rendered message), owed through `url`."""
         owed = self.state.owed
         if owed is None or not isinstance(url, str) or not url:
             return None
-        # The paste is kept redacted (secrets and home paths never stored); it looks up the same record.
-        payload = {"kind": kind, "user": user, "text": redact(text), "response_url": url}
-        return await owed.record(digest_key("slack", url), str(team or ""), user, payload)
+        return await owed.record(
+            digest_key("slack", url), str(team or ""), user, {**job, "response_url": url}
+        )
 
     async def on_command_owed(self, ack: Any, command: dict[str, Any], respond: Any) -> None:
         """`/panic`: stored, then acknowledged; the outbox's worker posts the answer (`answer_owed`). Not
@@ -422,6 +489,14 @@ class _Handlers:
         payload = entry.payload
         owed = self.state.owed
         expired(payload, RESPONSE_URL_SECONDS, owed.clock() if owed else time.time(), "its response_url")
+        url = str(payload.get("response_url") or "")
+        if payload.get("kind") in BUTTON_KINDS.values():
+
+            async def send(message: render.SlackMessage, **options: Any) -> None:
+                await self.post_owed(url, message, **options)
+
+            await self.answer_button(ButtonJob.of(payload), send, self.client)
+            return
         user, text = str(payload.get("user") or ""), str(payload.get("text") or "")
         if entry.attempts:
             user = ""  # tried before: the per-user limit counted it then
@@ -433,8 +508,7 @@ class _Handlers:
             answer = await self.flows.explain(user, read)
         else:
             answer = await self.flows.ask_off_loop(user, text)
-        message = render_answer(answer, ephemeral=True)
-        await self.post_owed(str(payload.get("response_url") or ""), message, response_type="ephemeral")
+        await self.post_owed(url, render_answer(answer, ephemeral=True), response_type="ephemeral")
 
     async def post_owed(self, url: str, message: render.SlackMessage, **options: Any) -> None:
         """A post to a response_url for the outbox: raises what the worker makes of a failure."""
@@ -550,26 +624,61 @@ class _Handlers:
                 ),
             )
 
-    async def on_more(self, ack: Any, action: dict[str, Any], respond: Any) -> None:
+    async def on_button_owed(
+        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any, client: AsyncWebClient
+    ) -> None:
+        """More matches, Full fix, 👍/👎: the click (its action's data) stored, then acknowledged; the
+        outbox's worker answers it (`answer_owed`), once, after a restart too. Not stored: told through the
+        response_url at once (a button's ack shows nothing). Without an outbox: answered from a task."""
+        job = ButtonJob.of(
+            {
+                "kind": BUTTON_KINDS.get(str(action.get("action_id") or ""), ""),
+                "action_id": action.get("action_id"),
+                "value": action.get("value"),
+                "user": (body.get("user") or {}).get("id"),
+                "container": body.get("container"),
+            }
+        )
+        url, team = body.get("response_url"), (body.get("team") or {}).get("id")
+        stored = await self._owe_job(url, team, job.user, job.stored())
         await ack()
-        value = render.parse_action_value(action.get("value", ""))
+        if stored is None:
+
+            async def send(message: render.SlackMessage, **options: Any) -> None:
+                await self._respond(respond, message, **options)
+
+            self.state.spawn(self.answer_button(job, send, client))
+        elif not stored:
+            note = render.error_message(NOT_STORED_MESSAGE)
+            self.state.spawn(self._respond(respond, note, response_type="ephemeral", replace_original=False))
+
+    async def answer_button(self, job: ButtonJob, send: Send, client: AsyncWebClient) -> None:
+        """A button's answer, sent with `send` (a response_url post) or, for a vote on a public card, by
+        changing the card (chat.update)."""
+        if job.kind == "more":
+            await self.on_more(job, send)
+        elif job.kind == "full_fix":
+            await self.on_full_fix(job, send)
+        elif job.kind == "vote":
+            await self.on_vote(job, send, client)
+
+    async def on_more(self, job: ButtonJob, send: Send) -> None:
+        value = job.value
         result = self.flows.alternatives(render.decode_alternatives(value.lookup_key))
-        await self._respond(
-            respond,
+        await send(
             render.more_matches_message(result, skip_record_id=value.record_id),
             response_type="ephemeral",
             replace_original=False,
         )
 
-    async def on_full_fix(self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any) -> None:
-        await ack()
-        value = render.parse_action_value(action.get("value", ""))
+    async def on_full_fix(self, job: ButtonJob, send: Send) -> None:
+        value = job.value
         record_id, key = value.record_id, value.lookup_key
         card = self.flows.card_for(record_id, value.confidence)
         if card is None:
-            await self._respond(respond, render.error_message(chat.CARD_GONE_MESSAGE))
+            await send(render.error_message(chat.CARD_GONE_MESSAGE))
             return
-        ephemeral = bool((body.get("container") or {}).get("is_ephemeral"))
+        ephemeral = job.ephemeral
         message = render.card_message(
             card,
             ephemeral=ephemeral,
@@ -578,21 +687,16 @@ class _Handlers:
             full_fix=True,
             more_available=ephemeral,
         )
-        await self._respond(respond, message, replace_original=ephemeral, response_type="ephemeral")
+        await send(message, replace_original=ephemeral, response_type="ephemeral")
 
-    async def on_vote(
-        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any, client: AsyncWebClient
-    ) -> None:
-        await ack()
-        value = render.parse_action_value(action.get("value", ""))
+    async def on_vote(self, job: ButtonJob, send: Send, client: AsyncWebClient) -> None:
+        """Stored again when the job is tried again: a user's vote at a place replaces their last one."""
+        value = job.value
         record_id, key = value.record_id, value.lookup_key
-        vote = "up" if action.get("action_id") == render.ACTION_VOTE_UP else "down"
-        user = (body.get("user") or {}).get("id", "")
-        container = body.get("container") or {}
-        place = f"{container.get('channel_id', '')}/{container.get('message_ts', '')}"
-        if not await self.flows.vote(record_id=record_id, user=user, vote=vote, place=place):
-            await self._respond(
-                respond,
+        vote = "up" if job.action_id == render.ACTION_VOTE_UP else "down"
+        place = f"{job.channel}/{job.message_ts}"
+        if not await self.flows.vote(record_id=record_id, user=job.user, vote=vote, place=place):
+            await send(
                 render.error_message(chat.VOTE_FAILED_MESSAGE),
                 response_type="ephemeral",
                 replace_original=False,
@@ -601,11 +705,11 @@ class _Handlers:
         card = self.flows.card_for(record_id, value.confidence)
         if card is None:
             return
-        if container.get("is_ephemeral"):
+        if job.ephemeral:
             message = render.card_message(
                 card, ephemeral=True, record_id=record_id, lookup_key=key, vote=vote
             )
-            await self._respond(respond, message, replace_original=True, response_type="ephemeral")
+            await send(message, replace_original=True, response_type="ephemeral")
             return
         # A public card speaks for nobody in particular: it shows everyone's count, and who shared it.
         tally = await self.flows.tally(record_id=record_id, place=place)
@@ -620,10 +724,7 @@ class _Handlers:
         )
         try:
             await client.chat_update(
-                channel=container.get("channel_id", ""),
-                ts=container.get("message_ts", ""),
-                text=message.text,
-                blocks=message.blocks,
+                channel=job.channel, ts=job.message_ts, text=message.text, blocks=message.blocks
             )
         except SLACK_FAILURES as exc:
             self.failed("chat.update after a vote", exc)

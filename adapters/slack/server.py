@@ -366,7 +366,8 @@ class SlackPlatform:
         # Bolt learns who the bot is from the start-up check below, never from a request (which would wait
         # for Slack's Web API, and answer Slack 500 while it is unreachable).
         authorization = SlackAuthorization(settings.slack_bot_token.get_secret_value(), ask_on_request=False)
-        # Answers owed through a response_url (`/panic`, the shortcut) wait in the outbox until posted.
+        # Answers owed through a response_url (`/panic`, the shortcut, buttons) wait in the outbox
+        # until posted.
         app = build_slack_app(settings, host.live, state, authorization, outbox=host.outbox(self.name))
         assert state.owed is not None
         worker = state.owed.worker

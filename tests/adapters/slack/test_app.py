@@ -410,11 +410,14 @@ def _no_secrets_in_logs(caplog: pytest.LogCaptureFixture) -> Any:
 
 @contextlib.asynccontextmanager
 async def running(
-    env: pytest.MonkeyPatch, feedback: Any = None, outbox: Outbox | None = None
+    env: pytest.MonkeyPatch, feedback: Any = None, outbox: Outbox | None = None, fake: FakeSlack | None = None
 ) -> AsyncIterator[Harness]:
     """Fake Slack, then the app from env settings served on a free local port, then a client. Answers owed
-    through a response_url go through an outbox, as in the service (a SQLite one unless given)."""
-    async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
+    through a response_url go through an outbox, as in the service (a SQLite one unless given). With
+    `fake`, that Slack (left running): a second start talks to the Slack the first one did."""
+    async with contextlib.AsyncExitStack() as stack:
+        if fake is None:
+            fake = await stack.enter_async_context(FakeSlack(BOT_TOKEN, APP_TOKEN))
         env.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
         env.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
         env.setenv("SLACK_API_URL", fake.api_url)
