@@ -87,6 +87,14 @@ def _ignore_stop_signals() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _unraisable(unraisable: Any) -> None:
+    """A StoppedDuringStartUp raised inside a weakref or gc callback is swallowed by Python, which would print
+    its traceback: the stop is kept by `_stop_signal_at` and done once the service's loop runs."""
+    if isinstance(unraisable.exc_value, StoppedDuringStartUp):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def _catch_sigterm() -> Any:
     """SIGTERM ends start-up cleanly from now on (the service's loop takes it over once it runs); the
     handler that was there before, or None when signals cannot be set here (not the main thread)."""
@@ -323,6 +331,7 @@ def command_serve(args: argparse.Namespace, out: TextIO, err: Console) -> int:
         if args.host is not None:
             settings.panicbot_http_host = args.host
         service = Service(settings, platforms, slack_http=args.http)
+        service.stop_requested = lambda: _stop_signal_at is not None
         configure_logging(settings.panicbot_log_format)  # only once start-up checks have passed
         try:
             asyncio.run(service.run())
@@ -638,6 +647,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     global _stop_signal_at  # noqa: PLW0603
     _stop_signal_at = None
     before = _catch_sigterm() if words[:1] in (["serve"], ["console"]) else None
+    if before is not None:
+        sys.unraisablehook = _unraisable
     before_sigint = signal.getsignal(signal.SIGINT)
     try:
         args = build_parser().parse_args(argv)

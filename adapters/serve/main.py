@@ -233,6 +233,8 @@ class Service:
         self.signalled: str | None = None  # the signal that stopped the service, if one did
         self.signalled_at: float | None = None  # when (time.monotonic) that first signal came
         self.started = asyncio.Event()
+        # Whether a stop signal came during start-up, before the loop took signals over (set by the CLI).
+        self.stop_requested: Callable[[], bool] = lambda: False
         self.bound: Any = None
 
     def _catalog_loaded(self, lookup: PanicLookup, report: LoadReport) -> None:
@@ -379,6 +381,10 @@ class Service:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._signalled, sig)
+        if self.stop_requested():
+            # A SIGTERM during start-up whose exception was swallowed (raised inside a weakref or gc
+            # callback, which Python only reports): the stop it asked for still happens.
+            self._signalled(signal.SIGTERM)
         self.live.install_sighup(loop)
         # Platforms register their routes and checks here and connect in the background (run_for_life):
         # the endpoints answer before any platform is connected (/readyz 503 until then), and a signal
