@@ -491,6 +491,23 @@ def build(
 
 
 _PULL_REQUEST = re.compile(r"\(#(\d+)\)")
+
+
+def _commits_between(
+    repository: GitRepository, start: str, end: str, paths: Sequence[str]
+) -> list[tuple[str, str]]:
+    """(sha, subject) of each commit touching `paths` after `start` up to `end`, oldest first."""
+    out = repository.run("log", "--format=%H%x1f%s", "--reverse", f"{start}..{end}", "--", *paths)
+    pairs = (line.partition("\x1f") for line in out.splitlines())
+    return [(sha, subject) for sha, mark, subject in pairs if mark]
+
+
+def _commit_fields(sha: str, subject: str) -> dict[str, object]:
+    """A history row's commit: short sha, subject, and the pull request its subject names."""
+    pull = _PULL_REQUEST.search(subject)
+    return {"commit": sha[:10], "subject": subject[:200], "pullRequest": int(pull.group(1)) if pull else None}
+
+
 _NOT_LITERAL = re.compile(r'[\\"{}\n]')
 MIN_NEEDLE = 8
 
@@ -535,25 +552,17 @@ def removal_rows(
         )
         key = (repo, path, last_sha, gone_sha)
         if key not in logs:
-            out = repository.run(
-                "log", "--format=%H%x1f%s", "--reverse", f"{last_sha}..{gone_sha}", "--", *tree_paths
-            )
-            pairs = (line.partition("\x1f") for line in out.splitlines())
-            logs[key] = [(sha, subject) for sha, mark, subject in pairs if mark]
+            logs[key] = _commits_between(repository, last_sha, gone_sha, tree_paths)
         found = _first_without(repository, logs[key], tree_paths, needle)
         if found is None:
             continue
-        sha, subject = found
-        pull = _PULL_REQUEST.search(subject)
         rows.append(
             {
                 "id": record.id,
                 "repo": repo,
                 "lastRef": last_ref,
                 "goneRef": gone_ref,
-                "commit": sha[:10],
-                "subject": subject[:200],
-                "pullRequest": int(pull.group(1)) if pull else None,
+                **_commit_fields(*found),
             }
         )
     return sorted(rows, key=lambda row: str(row["id"]))
@@ -646,17 +655,13 @@ def condition_rows(
                     tree_paths,
                 )
                 if found is not None:
-                    sha, subject = found
-                    pull = _PULL_REQUEST.search(subject)
                     rows.append(
                         {
                             "id": record.id,
                             "repo": repo,
                             "sinceRef": since_ref,
                             "changedRef": ref,
-                            "commit": sha[:10],
-                            "subject": subject[:200],
-                            "pullRequest": int(pull.group(1)) if pull else None,
+                            **_commit_fields(*found),
                         }
                     )
             previous = (ref, conditions)
@@ -682,9 +687,7 @@ def _condition_commit(
         return None
     if _conditions_at(repository, changed_sha, paths, file_path, message, repo) != after:
         return None
-    out = repository.run("log", "--format=%H%x1f%s", "--reverse", f"{since_sha}..{changed_sha}", "--", *paths)
-    pairs = (line.partition("\x1f") for line in out.splitlines())
-    commits = [(sha, subject) for sha, mark, subject in pairs if mark]
+    commits = _commits_between(repository, since_sha, changed_sha, paths)
     found = None
     for sha, subject in reversed(commits):  # newest first: the last commit before which it read otherwise
         if _conditions_at(repository, sha, paths, file_path, message, repo) != after:

@@ -258,6 +258,15 @@ def _fact_limits(card: Card) -> dict[str, int]:
     }
 
 
+def _cut_closing_code(text: str, limit: int) -> str:
+    """Escaped mrkdwn within `limit` characters; cut inside a `code` span (a function, a condition), the span
+    is closed, not left to run on."""
+    if len(text) <= limit:
+        return text
+    text = _cut(text, limit - 1)
+    return text + "`" if text.count("`") % 2 else text
+
+
 def _facts_text(card: Card, limits: dict[str, int]) -> str:
     """The pasted values, where the panic is raised, what the releases say and the condition that fires
     it, a line each."""
@@ -266,21 +275,14 @@ def _facts_text(card: Card, limits: dict[str, int]) -> str:
         lines.append(details)
     if limits["where"]:
         where = escape_mrkdwn(shown_where(card))
-        if len(where) > limits["where"]:
-            where = _cut(where, limits["where"] - 1)
-            # Cut inside the `function`: its code span is closed, not left to run on.
-            where += "`" if where.count("`") % 2 else ""
-        lines.append("*Where:* " + where)
+        lines.append("*Where:* " + _cut_closing_code(where, limits["where"]))
     if limits["release"]:
         lines.append("*Release:* " + _cut(escape_mrkdwn(_one_line(card.release_note)), limits["release"]))
     if limits["fires"]:
         lines.append("*Fires when:* " + _inline_code(card.fires_when, limits["fires"]))
     if limits["changed"]:
         note = escape_mrkdwn(_one_line(card.condition_note))
-        if len(note) > limits["changed"]:
-            note = _cut(note, limits["changed"] - 1)
-            note += "`" if note.count("`") % 2 else ""  # a condition cut inside stays code
-        lines.append("*Condition changed:* " + note)
+        lines.append("*Condition changed:* " + _cut_closing_code(note, limits["changed"]))
     if limits["panics"]:
         doc = _cut(escape_mrkdwn(_one_line(card.panics_doc)), limits["panics"])
         lines.append("*Its docs say it panics:* " + doc)

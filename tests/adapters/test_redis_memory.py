@@ -63,6 +63,9 @@ AVG_POOL_PASTE = (
 )
 SCENARIO_TIMEOUT = 15.0
 T = TypeVar("T")
+# The fixtures below: run a coroutine on the test's loop; make a redis.asyncio client closed after the test.
+OnLoop = Callable[[Awaitable[Any]], Any]
+NewClient = Callable[..., AsyncRedis]
 
 _ids = itertools.count(1)
 
@@ -121,7 +124,7 @@ def on_loop() -> Iterator[Callable[[Awaitable[T]], T]]:
 
 
 @pytest.fixture
-def new_client(on_loop: Callable[[Awaitable[Any]], Any]) -> Iterator[Callable[..., AsyncRedis]]:
+def new_client(on_loop: OnLoop) -> Iterator[Callable[..., AsyncRedis]]:
     """Makes redis.asyncio clients as the service does (`async_redis_from_url`), closed after the test;
     one per replica, as separate processes have."""
     made: list[AsyncRedis] = []
@@ -136,13 +139,13 @@ def new_client(on_loop: Callable[[Awaitable[Any]], Any]) -> Iterator[Callable[..
 
 
 @pytest.fixture
-def aredis(redis_client: redis.Redis, new_client: Callable[..., AsyncRedis]) -> AsyncRedis:
+def aredis(redis_client: redis.Redis, new_client: NewClient) -> AsyncRedis:
     """The client under test, on the Redis that `redis_client` reads."""
     return new_client()
 
 
 @pytest.fixture
-def dead_client(new_client: Callable[..., AsyncRedis]) -> AsyncRedis:
+def dead_client(new_client: NewClient) -> AsyncRedis:
     return new_client(f"redis://{HOST}:{free_port()}/0")
 
 
@@ -156,9 +159,9 @@ def warnings_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_event_deduper_answers_the_first_delivery_across_replicas(
     redis_client: redis.Redis,
     aredis: AsyncRedis,
-    new_client: Callable[..., AsyncRedis],
+    new_client: NewClient,
     prefix: str,
-    on_loop: Callable[[Awaitable[Any]], Any],
+    on_loop: OnLoop,
 ) -> None:
     replica_a = RedisEventDeduper(aredis, prefix)
     replica_b = RedisEventDeduper(new_client(), prefix)
@@ -171,7 +174,7 @@ def test_event_deduper_answers_the_first_delivery_across_replicas(
 
 
 def test_event_deduper_keys_expire(
-    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: OnLoop
 ) -> None:
     on_loop(RedisEventDeduper(aredis, prefix).first_time("EvDefault"))
     assert 0 < redis_client.ttl(f"{prefix}:event:EvDefault") <= EVENT_TTL_SECONDS == 900
@@ -180,7 +183,7 @@ def test_event_deduper_keys_expire(
 
 
 def test_event_deduper_keeps_its_own_record_when_redis_loses_the_key(
-    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: OnLoop
 ) -> None:
     replica = RedisEventDeduper(aredis, prefix)
     assert on_loop(replica.first_time("EvLost"))
@@ -194,9 +197,9 @@ def test_event_deduper_keeps_its_own_record_when_redis_loses_the_key(
 def test_cooldown_is_shared_per_channel_and_record(
     redis_client: redis.Redis,
     aredis: AsyncRedis,
-    new_client: Callable[..., AsyncRedis],
+    new_client: NewClient,
     prefix: str,
-    on_loop: Callable[[Awaitable[Any]], Any],
+    on_loop: OnLoop,
 ) -> None:
     replica_a = RedisCooldown(aredis, prefix, 600)
     replica_b = RedisCooldown(new_client(), prefix, 600)
@@ -213,7 +216,7 @@ def test_cooldown_is_shared_per_channel_and_record(
 
 
 def test_a_cooldown_released_on_one_replica_is_free_on_the_other(
-    aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+    aredis: AsyncRedis, prefix: str, on_loop: OnLoop
 ) -> None:
     replica_a, replica_b = RedisCooldown(aredis, prefix, 600), RedisCooldown(aredis, prefix, 600)
     assert on_loop(replica_a.allow("C1", "avg-pool"))
@@ -222,9 +225,7 @@ def test_a_cooldown_released_on_one_replica_is_free_on_the_other(
     assert not on_loop(replica_b.allow("C1", "avg-pool"))
 
 
-def test_cooldown_ends_after_its_time(
-    aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
-) -> None:
+def test_cooldown_ends_after_its_time(aredis: AsyncRedis, prefix: str, on_loop: OnLoop) -> None:
     replica_a, replica_b = RedisCooldown(aredis, prefix, 0.2), RedisCooldown(aredis, prefix, 0.2)
     assert on_loop(replica_a.allow(AUTO, "rec1"))
     assert not on_loop(replica_b.allow(AUTO, "rec1"))
@@ -233,7 +234,7 @@ def test_cooldown_ends_after_its_time(
 
 
 def test_cooldown_of_zero_seconds_always_allows(
-    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: OnLoop
 ) -> None:
     gate = RedisCooldown(aredis, prefix, 0)
     assert on_loop(gate.allow(AUTO, "rec1")) and on_loop(gate.allow(AUTO, "rec1"))
@@ -244,9 +245,9 @@ def test_cooldown_of_zero_seconds_always_allows(
 def test_rate_limiter_counts_per_user_across_replicas(
     redis_client: redis.Redis,
     aredis: AsyncRedis,
-    new_client: Callable[..., AsyncRedis],
+    new_client: NewClient,
     prefix: str,
-    on_loop: Callable[[Awaitable[Any]], Any],
+    on_loop: OnLoop,
 ) -> None:
     replica_a = RedisRateLimiter(aredis, prefix, limit=3, window_seconds=60)
     replica_b = RedisRateLimiter(new_client(), prefix, limit=3, window_seconds=60)
@@ -263,9 +264,7 @@ def test_rate_limiter_counts_per_user_across_replicas(
     assert replica_a.failures == replica_b.failures == 0
 
 
-def test_rate_limiter_window_starts_again(
-    aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
-) -> None:
+def test_rate_limiter_window_starts_again(aredis: AsyncRedis, prefix: str, on_loop: OnLoop) -> None:
     limiter = RedisRateLimiter(aredis, prefix, limit=1, window_seconds=0.2)
     assert [on_loop(limiter.allow(USER)), on_loop(limiter.allow(USER))] == [True, False]
     time.sleep(0.3)
@@ -274,9 +273,9 @@ def test_rate_limiter_window_starts_again(
 
 def test_rate_limiter_is_atomic_under_concurrent_calls(
     redis_client: redis.Redis,
-    new_client: Callable[..., AsyncRedis],
+    new_client: NewClient,
     prefix: str,
-    on_loop: Callable[[Awaitable[Any]], Any],
+    on_loop: OnLoop,
 ) -> None:
     limiters = [RedisRateLimiter(new_client(), prefix, 5, 60) for _ in range(4)]
 
@@ -290,7 +289,7 @@ def test_rate_limiter_is_atomic_under_concurrent_calls(
 
 
 def test_rate_limiter_heals_a_key_without_expiry(
-    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: OnLoop
 ) -> None:
     redis_client.set(f"{prefix}:rate:{USER}", 7)  # left without TTL by hand: must not block forever
     on_loop(RedisRateLimiter(aredis, prefix, 3, 60).allow(USER))
@@ -304,7 +303,7 @@ def reply_memory(client: AsyncRedis, prefix: str, clock: Any = time.monotonic) -
 
 
 def test_keyed_memory_is_shared_and_popped_once(
-    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: OnLoop
 ) -> None:
     replica_a, replica_b = reply_memory(aredis, prefix), reply_memory(aredis, prefix)
     posted = PostedReply("C1", "1710000000.000200", "avg-pool", "digest")
@@ -318,7 +317,7 @@ def test_keyed_memory_is_shared_and_popped_once(
 
 
 def test_keyed_memory_trusts_redis_over_its_own_copy(
-    aredis: AsyncRedis, dead_client: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+    aredis: AsyncRedis, dead_client: AsyncRedis, prefix: str, on_loop: OnLoop
 ) -> None:
     replica_a, replica_b = reply_memory(aredis, prefix), reply_memory(aredis, prefix)
     posted = PostedReply("C1", "2", "avg-pool")
@@ -339,7 +338,7 @@ def test_keyed_memory_ignores_what_it_cannot_read(
     redis_client: redis.Redis,
     aredis: AsyncRedis,
     prefix: str,
-    on_loop: Callable[[Awaitable[Any]], Any],
+    on_loop: OnLoop,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     memory = reply_memory(aredis, prefix)
@@ -355,7 +354,7 @@ def test_keyed_memory_ignores_what_it_cannot_read(
 
 
 def test_keyed_memory_answers_from_its_own_copy_when_redis_is_down(
-    dead_client: AsyncRedis, on_loop: Callable[[Awaitable[Any]], Any]
+    dead_client: AsyncRedis, on_loop: OnLoop
 ) -> None:
     memory = reply_memory(dead_client, "p")
     posted = PostedReply("C1", "2", "avg-pool")
@@ -366,7 +365,7 @@ def test_keyed_memory_answers_from_its_own_copy_when_redis_is_down(
     assert memory.failures >= 1
 
 
-def test_in_process_rate_limiter(on_loop: Callable[[Awaitable[Any]], Any]) -> None:
+def test_in_process_rate_limiter(on_loop: OnLoop) -> None:
     clock = FakeClock()
     limiter = RateLimiter(limit=2, window_seconds=10, clock=clock)
     assert [on_loop(limiter.allow(USER)) for _ in range(3)] == [True, True, False]
@@ -385,8 +384,8 @@ def test_in_process_rate_limiter(on_loop: Callable[[Awaitable[Any]], Any]) -> No
 
 
 def test_redis_url_password_is_never_logged(
-    new_client: Callable[..., AsyncRedis],
-    on_loop: Callable[[Awaitable[Any]], Any],
+    new_client: NewClient,
+    on_loop: OnLoop,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
@@ -404,7 +403,7 @@ def test_redis_url_password_is_never_logged(
     assert password not in str(raised.value)
 
 
-def test_client_timeouts_are_short(new_client: Callable[..., AsyncRedis]) -> None:
+def test_client_timeouts_are_short(new_client: NewClient) -> None:
     kwargs = new_client().connection_pool.connection_kwargs
     assert kwargs["socket_timeout"] == kwargs["socket_connect_timeout"] == 0.5
 
@@ -413,7 +412,7 @@ def test_client_timeouts_are_short(new_client: Callable[..., AsyncRedis]) -> Non
 
 
 def test_unreachable_redis_falls_back_counts_and_logs_once(
-    dead_client: AsyncRedis, on_loop: Callable[[Awaitable[Any]], Any], caplog: pytest.LogCaptureFixture
+    dead_client: AsyncRedis, on_loop: OnLoop, caplog: pytest.LogCaptureFixture
 ) -> None:
     # retry_after=0: every call tries Redis again, so every call fails and is counted.
     deduper = RedisEventDeduper(dead_client, "p", retry_after=0)
@@ -439,7 +438,7 @@ def test_after_a_failure_redis_rests_then_is_tried_again(
     aredis: AsyncRedis,
     dead_client: AsyncRedis,
     prefix: str,
-    on_loop: Callable[[Awaitable[Any]], Any],
+    on_loop: OnLoop,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
@@ -468,7 +467,7 @@ def test_every_outage_start_and_end_is_logged_once_even_within_a_minute(
     aredis: AsyncRedis,
     dead_client: AsyncRedis,
     prefix: str,
-    on_loop: Callable[[Awaitable[Any]], Any],
+    on_loop: OnLoop,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
@@ -489,9 +488,7 @@ def test_every_outage_start_and_end_is_logged_once_even_within_a_minute(
     assert all(message == "Redis is back for event dedupe" for _, message in lines[1::2])
 
 
-def test_silent_redis_times_out_quickly(
-    new_client: Callable[..., AsyncRedis], on_loop: Callable[[Awaitable[Any]], Any]
-) -> None:
+def test_silent_redis_times_out_quickly(new_client: NewClient, on_loop: OnLoop) -> None:
     # A socket that accepts connections but never answers: the read times out instead of hanging.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
         silent.bind((HOST, 0))
@@ -504,9 +501,7 @@ def test_silent_redis_times_out_quickly(
         assert deduper.failures == 1
 
 
-def test_a_stalled_redis_holds_up_only_the_handler_that_asked(
-    new_client: Callable[..., AsyncRedis], on_loop: Callable[[Awaitable[Any]], Any]
-) -> None:
+def test_a_stalled_redis_holds_up_only_the_handler_that_asked(new_client: NewClient, on_loop: OnLoop) -> None:
     """Every shared part waits for a silent Redis (its timeout) while the event loop goes on: other
     events, health checks and replies are served meanwhile. Before, the synchronous client held the loop
     for the whole timeout of each call."""
@@ -548,7 +543,7 @@ def test_a_stalled_redis_holds_up_only_the_handler_that_asked(
 
 
 def test_redis_refusing_a_command_falls_back(
-    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: Callable[[Awaitable[Any]], Any]
+    redis_client: redis.Redis, aredis: AsyncRedis, prefix: str, on_loop: OnLoop
 ) -> None:
     redis_client.rpush(f"{prefix}:rate:{USER}", "x")  # WRONGTYPE for INCR: an error reply, not an outage
     limiter = RedisRateLimiter(aredis, prefix, 1, 60)

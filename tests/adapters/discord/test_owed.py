@@ -38,6 +38,7 @@ from tests.adapters.discord.test_bot import (
     title_of,
 )
 from tests.adapters.serve.test_service import SEEDS, settings, started, stopped
+from tests.support.log_lines import LogLines
 from tests.support.outboxes import sqlite_outbox
 
 __all__ = ["discord_env"]  # a fixture, used by name
@@ -45,15 +46,6 @@ __all__ = ["discord_env"]  # a fixture, used by name
 EXPLAINS = 60
 USERS = (USER_ID, OTHER_USER_ID, MODERATOR_ID)
 FOLLOW_UP = "POST /webhooks/{application_id}/{token}"
-
-
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
 
 async def explain_a_log_file(fake: FakeDiscord, user: int) -> FakeInteraction:
@@ -65,7 +57,7 @@ async def explain_a_log_file(fake: FakeDiscord, user: int) -> FakeInteraction:
 def test_follow_ups_owed_at_sigterm_are_sent_after_a_restart_exactly_once(
     discord_env: pytest.MonkeyPatch,
 ) -> None:
-    lines = _Lines()
+    lines = LogLines()
     logging.getLogger("panicbot").addHandler(lines)
     tokens: list[str] = []
 
@@ -94,7 +86,7 @@ def test_follow_ups_owed_at_sigterm_are_sent_after_a_restart_exactly_once(
             assert service.signalled == "SIGTERM"
             before = len(fake.calls_to(FOLLOW_UP))
             assert 8 <= before < EXPLAINS
-            [kept] = [r.getMessage() for r in lines.records if "kept in the outbox" in r.getMessage()]
+            [kept] = [line for line in lines.lines if "kept in the outbox" in line]
             assert kept.startswith(f"stopping with {EXPLAINS - before} Discord deliveries not answered yet")
 
             service = Service(conf, ["discord"])
@@ -112,7 +104,7 @@ def test_follow_ups_owed_at_sigterm_are_sent_after_a_restart_exactly_once(
         asyncio.run(asyncio.wait_for(scenario(), timeout=120))
     finally:
         logging.getLogger("panicbot").removeHandler(lines)
-    logged = "\n".join(r.getMessage() for r in lines.records)
+    logged = "\n".join(lines.lines)
     assert not [token for token in tokens if token in logged]  # an interaction token is a secret
 
 

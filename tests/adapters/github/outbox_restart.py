@@ -38,6 +38,7 @@ from tests.adapters.github.test_app import (
     service_settings,
 )
 from tests.support.local_only import isolate
+from tests.support.log_lines import LogLines
 
 REPOS = ("tracel-ai/burn", "tracel-ai/cubecl", "someone/elsewhere")
 USERS = ({"login": "busy", "id": 601, "type": "User"}, {"login": "ferris", "id": 602, "type": "User"})
@@ -51,15 +52,6 @@ class RestartFigures:
     answered: int  # mentions with at least one answer after the restart
     duplicates: int  # answers beyond the first, over all mentions
     seconds: float
-
-
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
 
 
 async def _start(settings: Any) -> tuple[Service, asyncio.Task[None], str]:
@@ -81,7 +73,7 @@ async def restart_scenario(
 ) -> RestartFigures:
     isolate(env, *GITHUB_VARIABLES, "PANICBOT_CATALOG", "SLACK_BOT_TOKEN", "DISCORD_TOKEN")
     env.setattr(github_api, "MUTATION_SPACING_SECONDS", spacing)
-    lines = _Lines()
+    lines = LogLines(logging.INFO)
     logging.getLogger("panicbot.github").addHandler(lines)
     started = time.monotonic()
     database = f"sqlite:///{tempfile.mkdtemp(prefix='panicbot-outbox-')}/panicbot.db"

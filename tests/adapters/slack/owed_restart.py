@@ -21,6 +21,7 @@ import pytest
 
 from adapters.serve.main import Service
 from tests.adapters.serve.test_service import settings, slack_over_http, started, stopped
+from tests.adapters.serve.test_startup_and_stop import SLACK_VARIABLES
 from tests.adapters.slack.fake_slack import FakeSlack
 from tests.adapters.slack.test_app import (
     AVG_POOL_PASTE,
@@ -31,6 +32,7 @@ from tests.adapters.slack.test_app import (
     text_of,
 )
 from tests.support.local_only import isolate
+from tests.support.log_lines import LogLines
 
 
 @dataclass(frozen=True)
@@ -47,15 +49,6 @@ class RestartFigures:
     logged_urls: int  # log lines naming a response_url (a secret): must be 0
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 async def restart_scenario(
     env: pytest.MonkeyPatch,
     *,
@@ -66,18 +59,8 @@ async def restart_scenario(
     grace: float = 1.0,
     redis_url: str | None = None,
 ) -> RestartFigures:
-    isolate(
-        env,
-        "SLACK_BOT_TOKEN",
-        "SLACK_APP_TOKEN",
-        "SLACK_SIGNING_SECRET",
-        "SLACK_API_URL",
-        "SLACK_AUTO_REPLY_CHANNELS",
-        "PANICBOT_CATALOG",
-        "DISCORD_TOKEN",
-        "GITHUB_WEBHOOK_SECRET",
-    )
-    lines = _Lines()
+    isolate(env, *SLACK_VARIABLES, "GITHUB_WEBHOOK_SECRET")
+    lines = LogLines()
     logging.getLogger("panicbot").addHandler(lines)
     started_at = time.monotonic()
     try:
