@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from bot.autocomplete import Autocomplete, SuggestFields
@@ -81,6 +81,7 @@ class PanicLookup:
         # What autocomplete reads of every record, when stored apart (a prebuilt file): else the records.
         self._suggest_fields: Callable[[], SuggestFields] | None = None
         self._dataset_versions: list[str] | None = None  # made on first use
+        self._ids: list[str] | None = None  # record ids by position, made on first use
 
     @classmethod
     def from_prebuilt(
@@ -107,6 +108,7 @@ class PanicLookup:
         lookup._families_made = {}
         lookup._suggest_fields = suggest_fields
         lookup._dataset_versions = dataset_versions
+        lookup._ids = None
         return lookup
 
     def lookup(self, text: str, limit: int = 5) -> LookupResult:
@@ -448,7 +450,12 @@ class PanicLookup:
             # A runtime panic's record names no file: the site is where the paste says it was raised.
             return pasted_site(self.catalog.releases, panic, result.version_hints)
         return answer_site(
-            self.catalog.releases, chosen.record, panic, result.version_hints, record_of=self.record
+            self.catalog.releases,
+            chosen.record,
+            panic,
+            result.version_hints,
+            record_of=self.record,
+            same_message=self.same_message_ids,
         )
 
     def dataset_version(self, record_id: str) -> str | None:
@@ -519,6 +526,20 @@ class PanicLookup:
     def record(self, record_id: str) -> Record | None:
         position = self._positions.get(record_id)
         return None if position is None else self.matcher.records[position]
+
+    def same_message_ids(self, record_id: str) -> list[str]:
+        """The ids of the other records that print the same words as `record_id` (any repository, file or
+        release; placeholders compared as equal), read from the index without reading a record."""
+        position = self._positions.get(record_id)
+        if position is None:
+            return []
+        ids = self._ids
+        if ids is None:
+            ids = [""] * len(self._positions)
+            for known, at in self._positions.items():
+                ids[at] = known
+            self._ids = ids
+        return [ids[other] for other in self.matcher.same_message(position) if other != position]
 
     def card_for_record(self, record_id: str, confidence: float, pasted: str | None = None) -> Card | None:
         """The card of a record named by id (a button pressed later), or None when it is gone."""
@@ -813,6 +834,7 @@ def answer_site(
     panic: Panic | None,
     declared: tuple[VersionHint, ...] = (),
     record_of: Callable[[str], Record | None] | None = None,
+    same_message: Callable[[str], Sequence[str]] | None = None,
 ) -> AnswerSite:
     """The site of `record` in the release the paste reveals; else, when the paste shows the record's file
     and a line, the release whose site is nearest that line (a checkout between two releases); else the
@@ -875,12 +897,22 @@ def answer_site(
             if chosen.release != newest.release:
                 version_name = chosen.version or chosen.release.name
                 note = f"The paste names no release; its line is that of {crate} {version_name}."
+    # The same words still raised from another file (a check moved to another module or crate): upgrading
+    # does not take the message away, and the card says where it comes from instead.
+    elsewhere = raised_after(releases, gone, same_message(last)) if gone is not None and same_message else []
     upgrade = None
     removal = releases.removal(last) if gone is not None and reworded_as is None else None
     # Only when the paste's release has the site (or names none): an upgrade past the commit that took the
     # message out is then the first thing to try.
     gone_by = removal is not None and gone is not None and removal.gone_ref == gone.ref
-    if gone_by and removal is not None and gone is not None and gone.is_tag and in_pasted is not False:
+    if (
+        gone_by
+        and removal is not None
+        and gone is not None
+        and gone.is_tag
+        and in_pasted is not False
+        and not elsewhere
+    ):
         upgrade = (
             f"Upgrade to {crate} {gone_version} or later: it no longer raises this message here, "
             f"since the commit {removal.said}."
@@ -888,6 +920,8 @@ def answer_site(
     if reworded_as is not None and not note:
         words = " ".join(reworded_as.errorMessage.split())[:160]
         note = f'Reworded in {crate} {gone_version}: from then on the same check reads "{words}".'
+    elif gone is not None and not note and elsewhere:
+        note = _raised_elsewhere_note(crate, gone_version, elsewhere)
     elif gone is not None and not note:
         note = f"No longer raised since {crate} {gone_version}."
         if gone_by and removal is not None:
@@ -920,6 +954,36 @@ def answer_site(
         note=note,
         upgrade=upgrade,
         condition_note=condition_note(releases, record.id, chosen.release, crate),
+    )
+
+
+def raised_after(releases: ReleaseTable, gone: Release, others: Iterable[str]) -> list[tuple[str, Site]]:
+    """Of the records `others` (the same words as a record that `gone` no longer raises), each file that the
+    repository still raises them from in `gone` or a later release, with its newest site, by path."""
+    found: dict[str, Site] = {}
+    for other in others:
+        newest = releases.newest_site(other)
+        path = releases.paths.get(other)
+        if newest is None or not path:
+            continue
+        if newest.release.repo != gone.repo or newest.release.order < gone.order:
+            continue
+        known = found.get(path)
+        if known is None or newest.release.order > known.release.order:
+            found[path] = newest
+    return sorted(found.items())
+
+
+def _raised_elsewhere_note(
+    crate: str | None, gone_version: str | None, elsewhere: Sequence[tuple[str, Site]]
+) -> str:
+    """The card's release line for a message that left this file but not the repository."""
+    path, site = elsewhere[0]
+    where = f"`{site.release.repository_path(path)}`" + (f" ({site.crate})" if site.crate else "")
+    more = f"{len(elsewhere)} other files, such as {where}," if len(elsewhere) > 1 else where
+    return (
+        f"Not raised from this file since {crate} {gone_version}; the same message still comes from {more} "
+        "in later releases, so an upgrade may not take it away."
     )
 
 

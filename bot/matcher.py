@@ -613,6 +613,12 @@ class Matcher:
                 group_hit.credit(found)
         return group_hits
 
+    def same_message(self, position: int) -> Sequence[int]:
+        """The positions of the records whose message has the same words as the record at `position` (its
+        group: one message in many files and releases, placeholders compared as equal), itself included."""
+        group = self._record_group[position]
+        return self._members[self._member_start[group] : self._member_start[group + 1]]
+
     def _expand(self, group: int, kept: int, file_name: str | None) -> Iterable[int]:
         """The records of a matched group that can be among the `kept` best: all of a small group; of a
         large one, its first `kept` records (the rest score as they do and rank after them, by position)

@@ -95,6 +95,27 @@ def test_an_older_release_s_card_first_says_which_release_and_commit_took_the_me
     assert service.answer_json(service.lookup(other + "Expected Sign node\n"))["site"]["upgrade"] is None
 
 
+def test_a_message_that_moved_to_another_file_gets_no_upgrade_advice(service: PanicLookup) -> None:
+    # burn-core 0.19.0 took the Kaiming check out of nn/initializer.rs, and module/initializer.rs raises the
+    # same words from then on: an upgrade would not take the panic away.
+    registry = "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f"
+    paste = (
+        f"thread 'main' panicked at {registry}/burn-core-0.18.0/src/nn/initializer.rs:200:23:\n"
+        "Can't use Kaiming initialization without specifying fan. Use init_with method.\n"
+    )
+    result = service.lookup(paste)
+    data = service.answer_json(result)
+    site, card = data["site"], data["card"]
+    assert site["in_pasted_release"] is True and site["gone_since"] == "0.19.0"
+    assert site["upgrade"] is None
+    assert "`crates/burn-core/src/module/initializer.rs` (burn-core)" in site["note"]
+    assert "an upgrade may not take it away" in site["note"]
+    assert not any(solution.startswith("Upgrade to") for solution in card["solutions"])
+    moved = service.same_message_ids(result.best.record.id)  # type: ignore[union-attr]
+    message = result.best.record.errorMessage  # type: ignore[union-attr]
+    assert moved and all(service.record(other).errorMessage == message for other in moved)  # type: ignore[union-attr]
+
+
 def test_the_families_are_read_when_a_card_first_needs_them() -> None:
     lookup = PanicLookup(default_catalog())
     assert lookup._families is None  # start-up pays nothing for them
