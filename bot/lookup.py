@@ -921,7 +921,7 @@ def answer_site(
         words = " ".join(reworded_as.errorMessage.split())[:160]
         note = f'Reworded in {crate} {gone_version}: from then on the same check reads "{words}".'
     elif gone is not None and not note and elsewhere:
-        note = _raised_elsewhere_note(crate, gone_version, elsewhere)
+        note = _raised_elsewhere_note(gone, crate, gone_version, elsewhere)
     elif gone is not None and not note:
         note = f"No longer raised since {crate} {gone_version}."
         if gone_by and removal is not None:
@@ -958,28 +958,37 @@ def answer_site(
 
 
 def raised_after(releases: ReleaseTable, gone: Release, others: Iterable[str]) -> list[tuple[str, Site]]:
-    """Of the records `others` (the same words as a record that `gone` no longer raises), each file that the
-    repository still raises them from in `gone` or a later release, with its newest site, by path."""
+    """Of the records `others` (the same words as a record that `gone` no longer raises), each file still
+    raising them in `gone` or a later release (of another repository: one released since `gone`, as Burn's
+    ONNX import moved to burn-onnx and its wgpu runtime to cubecl), with its newest site, by path."""
     found: dict[str, Site] = {}
     for other in others:
         newest = releases.newest_site(other)
         path = releases.paths.get(other)
         if newest is None or not path:
             continue
-        if newest.release.repo != gone.repo or newest.release.order < gone.order:
+        later = (
+            newest.release.order >= gone.order
+            if newest.release.repo == gone.repo
+            else newest.release.date >= gone.date
+        )
+        if not later:
             continue
         known = found.get(path)
-        if known is None or newest.release.order > known.release.order:
+        if known is None or newest.release.date > known.release.date:
             found[path] = newest
     return sorted(found.items())
 
 
 def _raised_elsewhere_note(
-    crate: str | None, gone_version: str | None, elsewhere: Sequence[tuple[str, Site]]
+    gone: Release, crate: str | None, gone_version: str | None, elsewhere: Sequence[tuple[str, Site]]
 ) -> str:
-    """The card's release line for a message that left this file but not the repository."""
+    """The card's release line for a message that left this file but is still raised from another one."""
     path, site = elsewhere[0]
-    where = f"`{site.release.repository_path(path)}`" + (f" ({site.crate})" if site.crate else "")
+    owner = ", ".join(
+        part for part in (site.crate, site.release.repo if site.release.repo != gone.repo else None) if part
+    )
+    where = f"`{site.release.repository_path(path)}`" + (f" ({owner})" if owner else "")
     more = f"{len(elsewhere)} other files, such as {where}," if len(elsewhere) > 1 else where
     return (
         f"Not raised from this file since {crate} {gone_version}; the same message still comes from {more} "

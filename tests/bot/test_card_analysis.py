@@ -116,6 +116,18 @@ def test_a_message_that_moved_to_another_file_gets_no_upgrade_advice(service: Pa
     assert moved and all(service.record(other).errorMessage == message for other in moved)  # type: ignore[union-attr]
 
 
+def test_a_message_that_moved_to_another_repository_gets_no_upgrade_advice(service: PanicLookup) -> None:
+    # burn-wgpu's runtime moved to cubecl at 0.14: cubecl-wgpu prints the same words from then on.
+    registry = "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f"
+    paste = (
+        f"thread 'main' panicked at {registry}/burn-wgpu-0.13.2/src/runtime.rs:279:10:\n"
+        "No adapter found for graphics API AutoGraphicsApi\n"
+    )
+    site = service.answer_json(service.lookup(paste))["site"]
+    assert site["in_pasted_release"] is True and site["upgrade"] is None
+    assert "`crates/cubecl-wgpu/src/runtime.rs` (cubecl-wgpu, tracel-ai/cubecl)" in site["note"]
+
+
 def test_the_families_are_read_when_a_card_first_needs_them() -> None:
     lookup = PanicLookup(default_catalog())
     assert lookup._families is None  # start-up pays nothing for them
