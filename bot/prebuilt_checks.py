@@ -65,9 +65,11 @@ INDEX_FIELDS = frozenset(
         "covered",
         "record_offsets",
         "record_crc32",
+        "record_dictionary",
     }
 )
 INTEGER_TYPECODES = "bBhHiIlLqQ"
+MAX_DICTIONARY_BYTES = 32 * 1024  # zlib's window: a longer dictionary is only its end
 
 
 class IndexCheckError(ValueError):
@@ -230,6 +232,9 @@ def check_index(index: object, records: int, blob_length: int) -> None:
     _require(offsets[0] == 0 and offsets[-1] == blob_length, "record_offsets", "do not span the records blob")
     _require(_ascending(offsets, strictly=True), "record_offsets", "not ascending")
     _array(index["record_crc32"], "record_crc32", length=records)
+    dictionary = index["record_dictionary"]
+    _require(type(dictionary) is bytes, "record_dictionary", "not bytes")
+    _require(len(dictionary) <= MAX_DICTIONARY_BYTES, "record_dictionary", "longer than zlib takes")
     positions = index["positions"]
     _require(type(positions) is dict and len(positions) == records, "positions", "not one per record")
     _only(positions, (str,), "positions")

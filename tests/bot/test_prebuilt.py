@@ -4,14 +4,18 @@ refuses stale, corrupt and foreign files (a smuggled pickle included)."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import pickle
+import zlib
+from array import array
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot import prebuilt as prebuilt_module
 from bot.lookup import PanicLookup
 from bot.prebuilt import (
     MAGIC,
@@ -23,6 +27,7 @@ from bot.prebuilt import (
 )
 from bot.records import Catalog, default_catalog, load_catalog
 from tests.bot.test_rust_runtime import EXPECTED
+from tests.support.damaged_pbcat import Parts
 from tests.support.release_pastes import release_cases
 from tests.support.runtime_pastes import runtime_cases
 
@@ -283,6 +288,36 @@ def test_a_record_that_is_not_the_one_the_index_holds_is_refused(tmp_path: Path)
     # Its crc32 is not the index's (the identity check after it would refuse it too).
     with pytest.raises(PrebuiltError, match=r"record 0 is damaged \(its crc32\)|not the one the index holds"):
         served.matcher.records[0]
+
+
+def test_records_are_stored_compressed_and_one_that_inflates_past_the_bound_is_refused(
+    tmp_path: Path, seeds_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts = Parts.of(seeds_bytes)
+    index = pickle.loads(parts.index)
+    offsets, dictionary = index["record_offsets"], index["record_dictionary"]
+    stored = [parts.blob[start:end] for start, end in itertools.pairwise(offsets)]
+    texts = [zlib.decompressobj(zdict=dictionary).decompress(one) for one in stored]
+    assert all(text.startswith(b'{"id":') for text in texts)
+    assert sum(map(len, stored)) < sum(map(len, texts)) / 2  # the seeds' JSON, less than half as large
+    # Record 0 becomes a stream that inflates to a whole record past the bound (its crc32 made to fit, so
+    # that what is tested is the bound, not the checksum).
+    stream = zlib.compressobj(zdict=dictionary)
+    bomb = stream.compress(texts[0][:-1] + b" " * (max(map(len, texts)) + 5_000) + b"}") + stream.flush()
+    blob = bomb + b"".join(stored[1:])
+    ends = [len(bomb) + end - offsets[1] for end in offsets[1:]]
+    index["record_offsets"] = array(offsets.typecode, [0, *ends])
+    index["record_crc32"][0] = zlib.crc32(bomb)
+    parts.index, parts.blob = pickle.dumps(index, protocol=5), blob
+    path = tmp_path / "bomb.pbcat"
+    path.write_bytes(parts.joined())
+    monkeypatch.setattr(prebuilt_module, "MAX_RECORD_BYTES", max(map(len, texts)) + 1_000)
+    lookup = read_prebuilt(path)
+    assert lookup.matcher.records[1].id == json.loads(texts[1])["id"]  # the others read as they were
+    with pytest.raises(PrebuiltError, match="record 0 is corrupt"):
+        lookup.matcher.records[0]
+    monkeypatch.setattr(prebuilt_module, "MAX_RECORD_BYTES", max(map(len, texts)) + 10_000)
+    assert read_prebuilt(path).matcher.records[0].id == json.loads(texts[0])["id"]  # within it: read
 
 
 def test_the_records_read_most_recently_stay_validated(

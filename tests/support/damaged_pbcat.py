@@ -10,11 +10,13 @@ import copy
 import functools
 import hashlib
 import io
+import itertools
 import json
 import pickle
 import random
 import sys
 import time
+import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable
@@ -228,14 +230,23 @@ def damaged_kinds(good: bytes) -> dict[str, bytes]:
             table._pending[record_id] = [("{not json", {})]
 
     def messages_changed() -> bytes:
-        # Each record's message one letter off: still JSON, still a record, not the one that was built.
+        # Each record's message one letter off: still JSON, still a record, not the one that was built
+        # (each record inflated, changed, compressed again; the index's offsets made to fit, its crc32s not).
         changed = Parts.of(good)
-        blob = bytearray(changed.blob)
+        index = pickle.loads(changed.index)
+        offsets, dictionary = index["record_offsets"], index["record_dictionary"]
         key = b'"errorMessage":"'
-        at = blob.find(key)
-        while at >= 0:
-            blob[at + len(key)] = ord("~")
-            at = blob.find(key, at + 1)
+        blob = bytearray()
+        new_offsets = array(offsets.typecode, [0])
+        for start, end in itertools.pairwise(offsets):
+            text = bytearray(zlib.decompressobj(zdict=dictionary).decompress(changed.blob[start:end]))
+            at = text.find(key)
+            text[at + len(key)] = ord("~")
+            stream = zlib.compressobj(zdict=dictionary)
+            blob += stream.compress(bytes(text)) + stream.flush()
+            new_offsets.append(len(blob))
+        index["record_offsets"] = new_offsets
+        changed.index = pickle.dumps(index, protocol=5)
         changed.blob = bytes(blob)
         return changed.joined()
 
