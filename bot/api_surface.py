@@ -2,7 +2,7 @@
 and every public function's and method's parameters (names and types, as written), read with tree-sitter.
 
 Facts only, for checking analyses (`bot/example_check.py`): no bodies, no doc text. The shape is plain JSON
-so that the ecosystem build can keep it per file version (`ecosystem.api.jsonl.gz`).
+so that the ecosystem build can keep it per file version (`ecosystem.api.jsonl.xz`).
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ COMPRESSED_SUFFIX = ".gz"
 # `X.functions.jsonl` (every function's lines per file per release) and `X.history.jsonl` (the commit that
 # took a message out of its file); gzipped or not.
 SIDE_TABLES = (".releases", ".sites", ".functions", ".history")
-# `X.api.jsonl`: each release's public API (bot/api_table.py), read by `catalog lint` only, never as records.
+# `X.api.jsonl[.gz|.xz]`: each release's public API (bot/api_table.py), read by `catalog lint` only, never
+# as records.
 LINT_TABLES = (".api",)
 DEFAULT_CATALOG_NAME = "embedded default data set"
 # The word that names the embedded catalog among catalog paths: `PANICBOT_CATALOG=default:/mine.jsonl`.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import lzma
 import re
 import subprocess
 import sys
@@ -455,6 +456,13 @@ def _gzip_lines(path: Path, lines: Sequence[str]) -> None:
     write_bytes_atomically(path, buffer.getvalue())
 
 
+def _xz_lines(path: Path, lines: Sequence[str]) -> None:
+    """Deterministic xz (the same lines give the same bytes): for a large table read only by `catalog lint`
+    and the console's draft preview, where 45 % fewer bytes than gzip are worth 40 ms more to read it."""
+    data = b"".join(line.encode("utf-8") + b"\n" for line in lines)
+    write_bytes_atomically(path, lzma.compress(data, format=lzma.FORMAT_XZ, preset=9 | lzma.PRESET_EXTREME))
+
+
 def build(
     sources: Sequence[Source], repositories: Mapping[str, GitRepository], out_dir: Path
 ) -> dict[str, int]:
@@ -479,7 +487,7 @@ def build(
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.sites.jsonl.gz", [dumps_line(row) for row in catalog.sites])
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.releases.jsonl.gz", [dumps_line(row) for row in catalog.releases])
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.functions.jsonl.gz", [dumps_line(row) for row in catalog.functions])
-    _gzip_lines(out_dir / f"{OUTPUT_STEM}.api.jsonl.gz", [dumps_line(row) for row in api_rows(harvests)])
+    _xz_lines(out_dir / f"{OUTPUT_STEM}.api.jsonl.xz", [dumps_line(row) for row in api_rows(harvests)])
     history = history_rows(catalog.records, catalog.sites, catalog.releases, repositories)
     _gzip_lines(out_dir / f"{OUTPUT_STEM}.history.jsonl.gz", [dumps_line(row) for row in history])
     return {

@@ -1,8 +1,10 @@
 """The analysis checker: every defect a reviewer found in the shipped analyses (issue 24) is flagged on the
-text as it was shipped, against the releases' API harvested into bot/data/ecosystem.api.jsonl.gz."""
+text as it was shipped, against the releases' API harvested into bot/data/ecosystem.api.jsonl.xz."""
 
 from __future__ import annotations
 
+import gzip
+import lzma
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ NEGATE = "98b6bac08a65a5a6"
 @pytest.fixture(scope="module")
 def api() -> ApiTable:
     table = load_api_table(["default"])
-    assert table, "bot/data/ecosystem.api.jsonl.gz is missing"
+    assert table, "bot/data/ecosystem.api.jsonl.xz is missing"
     return table
 
 
@@ -201,3 +203,17 @@ def test_a_config_s_derived_new_is_not_taken_for_another_crate_s_new(api: ApiTab
     # A method no type of that name has anywhere is still found out.
     wrong = "use burn::nn::conv::Conv2dConfig;\nlet config = Conv2dConfig::build_twice([3, 8]);"
     assert [check for check, _ in _check(api, wrong)] == ["example-path"]
+
+
+@pytest.mark.parametrize("suffix", [".api.jsonl", ".api.jsonl.gz", ".api.jsonl.xz"])
+def test_an_api_table_beside_a_catalog_is_read_plain_gzipped_or_xz(tmp_path: Path, suffix: str) -> None:
+    embedded = lzma.decompress(
+        (Path(__file__).resolve().parents[2] / "bot/data/ecosystem.api.jsonl.xz").read_bytes()
+    )
+    text = b"\n".join(embedded.splitlines()[:40]) + b"\n"
+    data = {".api.jsonl": text, ".api.jsonl.gz": gzip.compress(text), ".api.jsonl.xz": lzma.compress(text)}
+    catalog = tmp_path / "mine.jsonl"
+    catalog.write_text("", encoding="utf-8")
+    (tmp_path / f"mine{suffix}").write_bytes(data[suffix])
+    table = load_api_table([catalog])
+    assert table.refs() == ApiTable.from_lines(text.decode("utf-8").splitlines()).refs() != []

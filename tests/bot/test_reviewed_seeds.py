@@ -41,7 +41,7 @@ def shipped() -> dict[str, Record]:
 @pytest.fixture(scope="module")
 def api() -> ApiTable:
     table = load_api_table(["default"])
-    assert table, "bot/data/ecosystem.api.jsonl.gz is missing"
+    assert table, "bot/data/ecosystem.api.jsonl.xz is missing"
     return table
 
 
