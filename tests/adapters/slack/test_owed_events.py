@@ -19,7 +19,9 @@ from adapters.outbox import OutboxEntry
 from adapters.slack import render
 from adapters.slack.app import REPLY_METADATA_TYPE, event_key
 from adapters.storage.outbox import SqlOutbox
+from tests.adapters.serve.test_service import clean_env
 from tests.adapters.slack.fake_slack import FakeSlack
+from tests.adapters.slack.owed_restart import events_restart_scenario
 from tests.adapters.slack.test_app import (
     ACK_BUDGET,
     APP_TOKEN,
@@ -48,7 +50,8 @@ from tests.adapters.slack.test_app import (
 from tests.adapters.slack.test_owed import _BrokenOutbox
 from tests.support.outboxes import sqlite_outbox
 
-__all__ = ["_no_secrets_in_logs", "slack_env"]  # fixtures: by name, and autouse (no secret in any log line)
+# Fixtures: by name, and autouse (no secret in any log line).
+__all__ = ["_no_secrets_in_logs", "clean_env", "slack_env"]
 
 KINDS = ("mention", "auto_reply", "share")
 # A secret pasted with the panic: the outbox keeps the paste redacted.
@@ -284,3 +287,16 @@ def test_an_unasked_reply_slack_did_not_take_is_tried_again_and_posted_once(
             assert len(h.fake.posts()) == 1
 
     run(scenario())
+
+
+def test_events_acknowledged_before_a_sigterm_are_answered_after_a_restart_exactly_once(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    # `panicbot serve slack --http`: 60 mentions and pastes. Slack refuses the first 4 posts (429, retry
+    # in 2 s) and takes 0.5 s to answer each post it made; the SIGTERM comes after 12 posts, and the stop
+    # gives 0.1 s: the refused replies are waiting, the posts in hand cut short, the rest not started.
+    figures = asyncio.run(events_restart_scenario(clean_env, events=60, stop_after=12, delay=0.5))
+    assert figures.answered_before_stop < 60
+    assert figures.kept_at_stop >= 60 - figures.answered_before_stop
+    assert figures.cut_short >= 1  # posted, then cut short: found after the restart, not posted again
+    assert (figures.answered, figures.duplicates, figures.cards) == (60, 0, 60)
