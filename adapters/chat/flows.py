@@ -66,12 +66,18 @@ class Update(Enum):
 @dataclass(frozen=True)
 class Paste(Generic[K]):
     """Someone's message, as the flows see it: its key in the replies memory, the channel whose cooldown
-    it counts against, its text, and who wrote it."""
+    it counts against, its text, and who wrote it. `digest`: its text's digest when `text` is not the text
+    as written (a paste kept redacted in an outbox); by default the digest of `text`."""
 
     key: K
     channel: str
     text: str
     author: str = ""
+    digest: str = ""
+
+    @property
+    def text_digest(self) -> str:
+        return self.digest or paste_digest(self.text)
 
 
 class Replier(Protocol):
@@ -358,12 +364,18 @@ class ChatFlows(Generic[K]):
                 "record %s answered in %s within the cooldown: not again", card.record_id, paste.channel
             )
             return
-        reply_id = await replier.post(card)
+        try:
+            reply_id = await replier.post(card)
+        except BaseException:
+            # Cut short (a stop) or to be tried again (an outbox's retry): the retry must not find its own
+            # cooldown held. A reply that did go out is found again by the retry (a platform's marker).
+            await self.state.gate.release(paste.channel, card.record_id)
+            raise
         if reply_id is None:
             await self.state.gate.release(paste.channel, card.record_id)
             return
         await self._remember(
-            paste.key, PostedReply(paste.channel, reply_id, card.record_id, paste_digest(paste.text))
+            paste.key, PostedReply(paste.channel, reply_id, card.record_id, paste.text_digest)
         )
         self.state.observer.auto_replied(self.platform, card.record_id)
 

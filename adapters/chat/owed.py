@@ -58,11 +58,19 @@ class OwedReplies:
         self._late: set[asyncio.Task[None]] = set()
 
     async def record(
-        self, key: str, group: str, member: str, payload: dict[str, Any], *, wake: bool = True
+        self,
+        key: str,
+        group: str,
+        member: str,
+        payload: dict[str, Any],
+        *,
+        wake: bool = True,
+        instead: str = "the user is told",
     ) -> bool:
         """Store the reply owed (with the time it was asked, `at`); False, logged, when it cannot be stored
-        within `STORE_SECONDS`: then nothing is owed, and the caller tells the user so. Without `wake`
-        the caller wakes the worker once the platform has the ack (a follow-up may not come before it)."""
+        within `STORE_SECONDS`: then nothing is owed, and the caller tells the user so (or does what the
+        log line says it does `instead`). Without `wake` the caller wakes the worker once the platform has
+        the ack (a follow-up may not come before it)."""
         entry = OutboxEntry(key, group or "-", member or "-", {**payload, "at": self.clock()})
         adding = asyncio.ensure_future(self.outbox.add(entry))
         try:
@@ -72,14 +80,15 @@ class OwedReplies:
             late = asyncio.get_running_loop().create_task(self._withdraw(adding, key))
             self._late.add(late)
             late.add_done_callback(self._late.discard)
-            self.log.error("reply %s not stored in the %s outbox in time: the user is told", key, self.name)
+            self.log.error("reply %s not stored in the %s outbox in time: %s", key, self.name, instead)
             return False
         except Exception as exc:
             self.log.error(
-                "reply %s not stored in the %s outbox (%s): the user is told",
+                "reply %s not stored in the %s outbox (%s): %s",
                 key,
                 self.name,
                 exc.__class__.__name__,
+                instead,
             )
             return False
         if wake:

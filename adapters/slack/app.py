@@ -3,7 +3,7 @@ share / more / full-fix buttons and 👍/👎 feedback, on Bolt's AsyncApp (HTTP
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import logging
 import re
 import time
@@ -33,6 +33,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters import chat
+from adapters.answers import paste_digest
 from adapters.chat.owed import CONCURRENCY, NOT_STORED_MESSAGE, OwedReplies, digest_key, expired
 from adapters.outbox import Outbox, OutboxEntry, OutboxWorker, TryLater, Undeliverable
 from adapters.slack import render
@@ -57,15 +58,22 @@ SLACK_FAILURES = (SlackClientError, aiohttp.ClientError, OSError, TimeoutError)
 # A response_url takes posts for 30 minutes after the request (and 5 of them): a reply owed longer is dropped.
 RESPONSE_URL_SECONDS = 30 * 60
 RESPONSE_URL_TIMEOUT_SECONDS = 10
+# What a message posted from the outbox carries (Slack's message metadata): the delivery it answers, so a
+# delivery tried again after a stop that may have cut its post short looks for it before posting again.
+REPLY_METADATA_TYPE = "panicbot_reply"
+# How far back a channel's history is read for a shared card (posted at most this long before the click).
+HISTORY_MARGIN_SECONDS = 60.0
+# How many messages of a thread or a channel's history are read looking for that reply.
+LOOKED_AT_MESSAGES = 200
 
 
 class SlackState(chat.ChatState[tuple[str, ...]]):
     """Everything the handlers remember, built once per process. Unasked replies are keyed by (channel,
     paste ts); shared by replicas in Redis when given (Slack may deliver the edit to another replica).
-    `owed`: the answers to `/panic`, the message shortcut and the More matches, Full fix and 👍/👎 buttons,
-    kept in the outbox from before the ack until posted to their response_url (None: answered from a task of
-    this process). Share is answered from a task: it posts in the channel first, and a retry could post
-    twice."""
+    `owed`: the answers to `/panic`, the message shortcut, the card's buttons (Share, More matches, Full fix,
+    👍/👎), mentions and unasked replies to pastes, kept in the outbox from before the ack until posted (None:
+    answered from a task of this process). A post that a stop may have cut short is looked for (its
+    metadata names the delivery) before it is posted again."""
 
     platform = PLATFORM
     owed: OwedReplies | None = None
@@ -134,6 +142,15 @@ def bolt_logger() -> logging.Logger:
     if not any(isinstance(existing, NoRequestBodies) for existing in logger.filters):
         logger.addFilter(NoRequestBodies())
     return logger
+
+
+def _no_answer(exc: BaseException) -> bool:
+    """Slack gave no answer to a call (no connection, a timeout, its outage, a rate limit after the client's
+    retries), as opposed to refusing it: the call may be tried again."""
+    if isinstance(exc, SlackApiError):
+        status = exc.response.status_code
+        return isinstance(status, int) and (status == 429 or status >= 500)
+    return True
 
 
 def _failure_name(exc: BaseException) -> str:
@@ -222,7 +239,10 @@ def build_slack_app(
         # request and marks it `SIGNATURE_CHECKED`; Bolt's own check would hash every body a second time on
         # the event loop (6 ms a megabyte). Anything unmarked over HTTP is refused below instead.
         request_verification_enabled=False,
-        process_before_response=True,  # see _Handlers.acked_then_later
+        # Each listener stores what it owes (or starts a task) and returns: Bolt then answers Slack. Bolt's
+        # other way (process_before_response=False) polls for the ack every 10 ms per request, and under a
+        # burst the acks queue behind other requests' lookups.
+        process_before_response=True,
         raise_error_for_unhandled_request=False,
     )
     if secret is not None:
@@ -287,12 +307,22 @@ class SlackReplier:
     with chat.delete."""
 
     def __init__(
-        self, handlers: _Handlers, client: AsyncWebClient, channel: str, thread_ts: str | None = None
+        self,
+        handlers: _Handlers,
+        client: AsyncWebClient,
+        channel: str,
+        thread_ts: str | None = None,
+        owed: Owed | None = None,
     ) -> None:
         self.handlers, self.client, self.channel, self.thread_ts = handlers, client, channel, thread_ts
+        self.owed = owed
 
     async def post(self, card: Card) -> str | None:
         message = _unasked_message(card)
+        if self.owed is not None:  # from the outbox: raises `TryLater` when Slack did not answer
+            return await self.handlers.post_once(
+                self.client, self.channel, message, self.owed, thread_ts=self.thread_ts
+            )
         return await self.handlers._post(self.client, self.channel, message, thread_ts=self.thread_ts)
 
     async def update(self, reply: chat.PostedReply, card: Card) -> chat.Update:
@@ -315,6 +345,7 @@ class SlackReplier:
 
 # The buttons whose answer is owed through the click's response_url, and the job kind each is stored as.
 BUTTON_KINDS = {
+    render.ACTION_SHARE: "share",
     render.ACTION_MORE: "more",
     render.ACTION_FULL_FIX: "full_fix",
     render.ACTION_VOTE_UP: "vote",
@@ -322,6 +353,85 @@ BUTTON_KINDS = {
 }
 # How a button's answer goes out: a post to its response_url (from the outbox, or from memory).
 Send = Callable[..., Coroutine[Any, Any, None]]
+# The Events API deliveries answered with chat.postMessage, by the job kind each is stored as.
+EVENT_KINDS = ("mention", "auto_reply")
+
+
+@dataclass(frozen=True)
+class Owed:
+    """The outbox's delivery a post answers (`key`, carried in the post's metadata), when it was asked, and
+    whether it was claimed before (its post may have gone out before a stop cut the answer short)."""
+
+    key: str
+    asked: float
+    resumed: bool
+
+    def metadata(self) -> dict[str, Any]:
+        return {"event_type": REPLY_METADATA_TYPE, "event_payload": {"delivery": self.key}}
+
+
+def event_key(event_id: str) -> str:
+    """An event's entry in the outbox, named by Slack's event id (the same on every re-delivery)."""
+    return f"slack-{event_id}"
+
+
+@dataclass(frozen=True)
+class EventJob:
+    """What a mention or an unasked reply needs, as stored in the outbox: where the message is (its thread,
+    if it is in one), who wrote it, its text (redacted when stored) and the digest of the text as it was
+    (an unasked reply follows the paste's edits by it). Never a rendered message, never a token."""
+
+    kind: str
+    channel: str
+    ts: str
+    thread_ts: str | None
+    user: str
+    text: str
+    digest: str
+
+    @classmethod
+    def of_event(cls, kind: str, event: dict[str, Any]) -> EventJob:
+        text = str(event.get("text") or "")
+        thread_ts = event.get("thread_ts")
+        return cls(
+            kind=kind,
+            channel=str(event.get("channel") or ""),
+            ts=str(event.get("ts") or ""),
+            thread_ts=str(thread_ts) if thread_ts else None,
+            user=str(event.get("user") or ""),
+            text=text,
+            digest=paste_digest(text),
+        )
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> EventJob:
+        thread_ts = data.get("thread_ts")
+        return cls(
+            kind=str(data.get("kind") or ""),
+            channel=str(data.get("channel") or ""),
+            ts=str(data.get("ts") or ""),
+            thread_ts=str(thread_ts) if thread_ts else None,
+            user=str(data.get("user") or ""),
+            text=str(data.get("text") or ""),
+            digest=str(data.get("digest") or ""),
+        )
+
+    def stored(self) -> dict[str, Any]:
+        # The paste is kept redacted (secrets and home paths never stored); it looks up the same record.
+        return {
+            "kind": self.kind,
+            "channel": self.channel,
+            "ts": self.ts,
+            "thread_ts": self.thread_ts,
+            "user": self.user,
+            "text": redact(self.text),
+            "digest": self.digest,
+        }
+
+    @property
+    def reply_ts(self) -> str:
+        """The thread the reply goes in: the message's own, else the one the reply starts under it."""
+        return self.thread_ts or self.ts
 
 
 @dataclass(frozen=True)
@@ -336,6 +446,7 @@ class ButtonJob:
     channel: str
     message_ts: str
     ephemeral: bool
+    thread_ts: str | None = None  # the thread the card is in (Share posts in it)
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> ButtonJob:
@@ -350,14 +461,17 @@ class ButtonJob:
             channel=str(container.get("channel_id") or ""),
             message_ts=str(container.get("message_ts") or ""),
             ephemeral=bool(container.get("is_ephemeral")),
+            thread_ts=str(container["thread_ts"]) if container.get("thread_ts") else None,
         )
 
     def stored(self) -> dict[str, Any]:
-        container = {
+        container: dict[str, Any] = {
             "channel_id": self.channel,
             "message_ts": self.message_ts,
             "is_ephemeral": self.ephemeral,
         }
+        if self.thread_ts:
+            container["thread_ts"] = self.thread_ts
         return {
             "kind": self.kind,
             "action_id": self.action_id,
@@ -382,33 +496,12 @@ class _Handlers:
     def register(self, app: AsyncApp) -> None:
         app.middleware(self.drop_redelivered_events)
         app.command(COMMAND)(self.on_command_owed)
-        app.event("app_mention")(self.acked_then_later(self.on_mention))
+        app.event("app_mention")(self.on_mention_owed)
         app.shortcut(SHORTCUT_CALLBACK_ID)(self.on_shortcut_owed)
-        app.event("message")(self.acked_then_later(self.on_message))
-        app.action(render.ACTION_SHARE)(self.acked_then_later(self.on_share))
-        for button in BUTTON_KINDS:  # More matches, Full fix, 👍/👎: answered from the outbox
+        app.event("message")(self.on_message_owed)
+        for button in BUTTON_KINDS:  # Share, More matches, Full fix, 👍/👎: answered from the outbox
             app.action(button)(self.on_button_owed)
         app.error(self.on_error)
-
-    def acked_then_later(
-        self, handler: Callable[..., Coroutine[Any, Any, None]]
-    ) -> Callable[..., Coroutine[Any, Any, None]]:
-        """Acknowledge at once, do the work in a task of its own.
-
-        Slack wants the ack within 3 s. Bolt's own way (process_before_response=False) polls for the ack
-        every 10 ms per request; under a burst the acks then queue behind other requests' lookups. Acking
-        first and answering from a task keeps every ack immediate, and the tasks are tracked so a shutdown
-        can let the replies in flight finish."""
-
-        @functools.wraps(handler)  # Bolt reads the wrapped handler's parameter names to inject arguments
-        async def listener(**kwargs: Any) -> None:
-            ack = kwargs.get("ack")
-            if ack is not None:
-                await ack()
-                kwargs["ack"] = _already_acknowledged
-            self.state.spawn(handler(**kwargs))
-
-        return listener
 
     # -- plumbing -------------------------------------------------------------------------------------
 
@@ -435,8 +528,10 @@ class _Handlers:
             log.warning("%s failed: %s", call, error)
         return error
 
-    def _replier(self, client: AsyncWebClient, channel: str, thread_ts: str | None = None) -> SlackReplier:
-        return SlackReplier(self, client, channel, thread_ts)
+    def _replier(
+        self, client: AsyncWebClient, channel: str, thread_ts: str | None = None, owed: Owed | None = None
+    ) -> SlackReplier:
+        return SlackReplier(self, client, channel, thread_ts, owed)
 
     # -- answers owed through a response_url, kept in the outbox ------------------------------------------
 
@@ -483,19 +578,64 @@ class _Handlers:
             note = render.error_message(NOT_STORED_MESSAGE)
             self.state.spawn(self._respond(respond, note, response_type="ephemeral"))
 
+    async def _owe_event(self, body: dict[str, Any], job: EventJob) -> bool:
+        """Store the reply an Events API delivery owes before its ack, under its event id (a re-delivery
+        names the same entry). False when there is no outbox, no event id, or it could not be stored in
+        time (logged in one line): the caller answers from this process then, as without an outbox."""
+        owed, event_id = self.state.owed, body.get("event_id")
+        if owed is None or not isinstance(event_id, str) or not event_id:
+            return False
+        return await owed.record(
+            event_key(event_id), job.channel, job.user, job.stored(), instead="answered from memory instead"
+        )
+
+    async def on_mention_owed(
+        self, body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient
+    ) -> None:
+        """@panicbot: the reply owed is stored before the ack (Bolt sends it once this returns) and the
+        outbox's worker posts it (`answer_owed`); not stored, it is answered from a task, as before."""
+        job = EventJob.of_event("mention", event)
+        if not await self._owe_event(body, job):
+            self.state.spawn(self.answer_mention(job, client))
+
+    async def on_message_owed(
+        self, body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient, context: Any
+    ) -> None:
+        """A message: a paste that may get an unasked reply is stored before the ack and answered by the
+        outbox's worker; edits and deletions (which change a reply already there) from a task, as before."""
+        if event.get("subtype") in {"message_changed", "message_deleted"}:
+            self.state.spawn(self.follow_paste(event, client))
+            return
+        job = self._unasked_job(event, context)
+        if job is not None and not await self._owe_event(body, job):
+            self.state.spawn(self.answer_unasked(job, client))
+
     async def answer_owed(self, entry: OutboxEntry) -> None:
-        """One answer from the outbox: looked up now, posted to its response_url. An expired URL, or one
-        Slack refuses as gone, drops it (`Undeliverable`); no answer from Slack tries again (`TryLater`)."""
+        """One answer from the outbox: looked up now, posted to its response_url, or in the channel for a
+        mention, an unasked reply and Share. An expired response_url, or one Slack refuses as gone, drops
+        it (`Undeliverable`); no answer from Slack tries again (`TryLater`), after looking for the post."""
         payload = entry.payload
         owed = self.state.owed
-        expired(payload, RESPONSE_URL_SECONDS, owed.clock() if owed else time.time(), "its response_url")
+        now = owed.clock() if owed else time.time()
+        asked = payload.get("at")
+        done = Owed(entry.key, asked if isinstance(asked, int | float) else now, entry.attempts > 0)
+        if payload.get("kind") in EVENT_KINDS:
+            job = EventJob.of(payload)
+            if entry.attempts:
+                job = dataclasses.replace(job, user="")  # tried before: the per-user limit counted it then
+            if job.kind == "mention":
+                await self.answer_mention(job, self.client, done)
+            else:
+                await self.answer_unasked(job, self.client, done)
+            return
+        expired(payload, RESPONSE_URL_SECONDS, now, "its response_url")
         url = str(payload.get("response_url") or "")
         if payload.get("kind") in BUTTON_KINDS.values():
 
-            async def send(message: render.SlackMessage, **options: Any) -> None:
+            async def send(message: render.SlackMessage | None, **options: Any) -> None:
                 await self.post_owed(url, message, **options)
 
-            await self.answer_button(ButtonJob.of(payload), send, self.client)
+            await self.answer_button(ButtonJob.of(payload), send, self.client, done)
             return
         user, text = str(payload.get("user") or ""), str(payload.get("text") or "")
         if entry.attempts:
@@ -510,11 +650,14 @@ class _Handlers:
             answer = await self.flows.ask_off_loop(user, text)
         await self.post_owed(url, render_answer(answer, ephemeral=True), response_type="ephemeral")
 
-    async def post_owed(self, url: str, message: render.SlackMessage, **options: Any) -> None:
+    async def post_owed(self, url: str, message: render.SlackMessage | None, **options: Any) -> None:
         """A post to a response_url for the outbox: raises what the worker makes of a failure."""
         client = AsyncWebhookClient(url, timeout=RESPONSE_URL_TIMEOUT_SECONDS)
         try:
-            response = await client.send(text=message.text, blocks=message.blocks, **options)
+            if message is None:
+                response = await client.send(**options)
+            else:
+                response = await client.send(text=message.text, blocks=message.blocks, **options)
         except SLACK_FAILURES as exc:  # no answer: the URL may well still work
             error = self.failed("response_url post", exc)
             raise TryLater(f"response_url post failed: {error}") from None
@@ -546,10 +689,10 @@ class _Handlers:
         answer = await self.flows.explain((shortcut.get("user") or {}).get("id", ""), read)
         await self._respond(respond, render_answer(answer, ephemeral=True), response_type="ephemeral")
 
-    async def on_mention(self, event: dict[str, Any], client: AsyncWebClient) -> None:
-        channel = event.get("channel", "")
-        thread_ts = event.get("thread_ts") or event.get("ts")
-        user = event.get("user", "")
+    async def answer_mention(self, job: EventJob, client: AsyncWebClient, owed: Owed | None = None) -> None:
+        """The card for what a mention holds (else for its thread's first message), in its thread. From the
+        outbox (`owed`) a reply already there is not posted again, and no answer from Slack raises."""
+        channel, thread_ts, user = job.channel, job.reply_ts, job.user
         if await self.flows.too_many(user):
             try:
                 await client.chat_postEphemeral(
@@ -558,67 +701,81 @@ class _Handlers:
             except SLACK_FAILURES as exc:
                 self.failed("chat.postEphemeral", exc, channel)
             return
-        text = strip_mentions(event.get("text", ""))
+        text = strip_mentions(job.text)
         answer = await self.flows.answer_off_loop(text) if text else None
-        if (answer is None or (answer.result is not None and not answer.known)) and event.get("thread_ts"):
+        if (answer is None or (answer.result is not None and not answer.known)) and job.thread_ts:
             # "@panicbot what does this mean?" under a pasted panic: the thread's first message is the paste.
-            parent = await self._thread_parent_text(client, channel, event["thread_ts"])
+            parent = await self._thread_parent_text(client, channel, job.thread_ts)
             if parent:
                 parent_answer = await self.flows.answer_off_loop(parent)
                 if parent_answer.known or answer is None:
                     answer = parent_answer
         message = render_answer(answer, ephemeral=False) if answer is not None else render.usage_message()
-        await self._post(client, channel, message, thread_ts=thread_ts)
+        if owed is not None:
+            await self.post_once(client, channel, message, owed, thread_ts=thread_ts)
+        else:
+            await self._post(client, channel, message, thread_ts=thread_ts)
 
-    async def on_message(self, event: dict[str, Any], client: AsyncWebClient, context: Any) -> None:
-        subtype = event.get("subtype")
+    async def follow_paste(self, event: dict[str, Any], client: AsyncWebClient) -> None:
+        """An edited or deleted message: its unasked reply, if it has one, follows."""
         channel = event.get("channel", "")
-        if subtype == "message_changed":
+        if event.get("subtype") == "message_changed":
             edited = event.get("message") or {}
             await self.flows.edited(
                 (channel, edited.get("ts", "")), edited.get("text") or "", self._replier(client, channel)
             )
-            return
-        if subtype == "message_deleted":
+        else:
             await self.flows.deleted((channel, event.get("deleted_ts", "")), self._replier(client, channel))
-            return
-        if subtype not in _AUTO_REPLY_SUBTYPES or channel not in self.settings.slack_auto_reply_channels:
-            return
+
+    def _unasked_job(self, event: dict[str, Any], context: Any) -> EventJob | None:
+        """The unasked reply a message may get: someone's words (not a bot's, not a join) in a channel
+        where auto-reply is on, that do not mention the bot (answer_mention answers those). Whether its text
+        warrants a card is the lookup's to say, later."""
+        channel = event.get("channel", "")
+        if event.get("subtype") not in _AUTO_REPLY_SUBTYPES:
+            return None
+        if channel not in self.settings.slack_auto_reply_channels or not event.get("ts"):
+            return None
         if event.get("bot_id") or event.get("user") in {None, context.get("bot_user_id")}:
-            return
+            return None
         text = event.get("text") or ""
         bot_user = context.get("bot_user_id")
         if bot_user and f"<@{bot_user}" in text:
-            return  # a mention: on_mention answers it
+            return None  # a mention: answer_mention answers it
+        return EventJob.of_event("auto_reply", event)
+
+    async def answer_unasked(self, job: EventJob, client: AsyncWebClient, owed: Owed | None = None) -> None:
+        """The card for a paste confident enough, in its thread (`flows.unasked_reply`: cooldown, memory of
+        the reply for the paste's edits). From the outbox (`owed`) a reply already there is not posted again,
+        and is remembered as this paste's reply."""
         paste: chat.Paste[tuple[str, ...]] = chat.Paste(
-            (channel, event["ts"]), channel, text, event.get("user", "")
+            (job.channel, job.ts), job.channel, job.text, job.user, digest=job.digest
         )
-        thread_ts = event.get("thread_ts") or event["ts"]
-        await self.flows.unasked_reply(paste, self._replier(client, channel, thread_ts))
+        replier = self._replier(client, job.channel, job.reply_ts, owed)
+        await self.flows.unasked_reply(paste, replier)
 
     # -- buttons --------------------------------------------------------------------------------------
 
-    async def on_share(
-        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any, client: AsyncWebClient
-    ) -> None:
-        await ack()
-        value = render.parse_action_value(action.get("value", ""))
+    async def on_share(self, job: ButtonJob, send: Send, client: AsyncWebClient, owed: Owed | None) -> None:
+        """The card posted in the channel (in the card's thread), then the ephemeral one removed. From the
+        outbox (`owed`), a card a stop may have cut short is looked for before it is posted again."""
+        value = job.value
         record_id = value.record_id
         card = self.flows.card_for(record_id, value.confidence)
-        user = (body.get("user") or {}).get("id", "")
-        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
-        if card is None or not channel:
-            await self._respond(respond, render.error_message(chat.CARD_GONE_MESSAGE))
+        if card is None or not job.channel:
+            await send(render.error_message(chat.CARD_GONE_MESSAGE))
             return
         message = render.card_message(
-            card, ephemeral=False, record_id=record_id, shared_by=user, more_available=False
+            card, ephemeral=False, record_id=record_id, shared_by=job.user, more_available=False
         )
-        thread_ts = (body.get("container") or {}).get("thread_ts")
-        if await self._post(client, channel, message, thread_ts=thread_ts) is not None:
-            await self._respond(respond, None, delete_original=True)
+        if owed is not None:
+            posted = await self.post_once(client, job.channel, message, owed, thread_ts=job.thread_ts)
         else:
-            await self._respond(
-                respond,
+            posted = await self._post(client, job.channel, message, thread_ts=job.thread_ts)
+        if posted is not None:
+            await send(None, delete_original=True)
+        else:
+            await send(
                 render.error_message(
                     "I could not post in this channel: invite me with /invite @panicbot and try again."
                 ),
@@ -627,16 +784,19 @@ class _Handlers:
     async def on_button_owed(
         self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any, client: AsyncWebClient
     ) -> None:
-        """More matches, Full fix, 👍/👎: the click (its action's data) stored, then acknowledged; the
+        """Share, More matches, Full fix, 👍/👎: the click (its action's data) stored, then acknowledged; the
         outbox's worker answers it (`answer_owed`), once, after a restart too. Not stored: told through the
         response_url at once (a button's ack shows nothing). Without an outbox: answered from a task."""
+        container = body.get("container")
+        if isinstance(container, dict) and not container.get("channel_id"):
+            container = {**container, "channel_id": (body.get("channel") or {}).get("id")}
         job = ButtonJob.of(
             {
                 "kind": BUTTON_KINDS.get(str(action.get("action_id") or ""), ""),
                 "action_id": action.get("action_id"),
                 "value": action.get("value"),
                 "user": (body.get("user") or {}).get("id"),
-                "container": body.get("container"),
+                "container": container,
             }
         )
         url, team = body.get("response_url"), (body.get("team") or {}).get("id")
@@ -644,7 +804,7 @@ class _Handlers:
         await ack()
         if stored is None:
 
-            async def send(message: render.SlackMessage, **options: Any) -> None:
+            async def send(message: render.SlackMessage | None, **options: Any) -> None:
                 await self._respond(respond, message, **options)
 
             self.state.spawn(self.answer_button(job, send, client))
@@ -652,10 +812,14 @@ class _Handlers:
             note = render.error_message(NOT_STORED_MESSAGE)
             self.state.spawn(self._respond(respond, note, response_type="ephemeral", replace_original=False))
 
-    async def answer_button(self, job: ButtonJob, send: Send, client: AsyncWebClient) -> None:
+    async def answer_button(
+        self, job: ButtonJob, send: Send, client: AsyncWebClient, owed: Owed | None = None
+    ) -> None:
         """A button's answer, sent with `send` (a response_url post) or, for a vote on a public card, by
-        changing the card (chat.update)."""
-        if job.kind == "more":
+        changing the card (chat.update); Share posts the card in the channel (from the outbox: `owed`)."""
+        if job.kind == "share":
+            await self.on_share(job, send, client, owed)
+        elif job.kind == "more":
             await self.on_more(job, send)
         elif job.kind == "full_fix":
             await self.on_full_fix(job, send)
@@ -759,6 +923,76 @@ class _Handlers:
             return None
         ts = response.get("ts")
         return ts if isinstance(ts, str) else None
+
+    async def post_once(
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        message: render.SlackMessage,
+        owed: Owed,
+        *,
+        thread_ts: str | None = None,
+    ) -> str | None:
+        """chat.postMessage for the outbox, the delivery named in the message's metadata: the new message's
+        ts, or, for a delivery tried again, that of the message an earlier try posted; None when Slack
+        refused it (logged). No answer from Slack (after the client's retries) raises `TryLater`: the post
+        may have gone out, and the next try looks for it first."""
+        if owed.resumed:
+            earlier = await self._posted_before(client, channel, thread_ts, owed)
+            if earlier is not None:
+                return earlier
+        try:
+            response = await client.chat_postMessage(
+                channel=channel,
+                thread_ts=thread_ts,
+                text=message.text,
+                blocks=message.blocks,
+                unfurl_links=False,
+                metadata=owed.metadata(),
+            )
+        except SLACK_FAILURES as exc:
+            error = self.failed("chat.postMessage", exc, channel)
+            if _no_answer(exc):
+                raise TryLater(f"chat.postMessage failed: {error}") from None
+            return None
+        ts = response.get("ts")
+        return ts if isinstance(ts, str) else None
+
+    async def _posted_before(
+        self, client: AsyncWebClient, channel: str, thread_ts: str | None, owed: Owed
+    ) -> str | None:
+        """The ts of the message an earlier try of `owed` posted (its metadata names the delivery), in the
+        thread or, outside one, in the channel since it was asked; None when there is none. Slack refusing
+        to show it (a missing scope) is logged and taken as none; Slack not answering raises `TryLater`."""
+        oldest = f"{max(owed.asked - HISTORY_MARGIN_SECONDS, 0.0):.6f}"
+        try:
+            if thread_ts:
+                response = await client.conversations_replies(
+                    channel=channel,
+                    ts=thread_ts,
+                    oldest=oldest,
+                    include_all_metadata=True,
+                    limit=LOOKED_AT_MESSAGES,
+                )
+            else:
+                response = await client.conversations_history(
+                    channel=channel, oldest=oldest, include_all_metadata=True, limit=LOOKED_AT_MESSAGES
+                )
+        except SLACK_FAILURES as exc:
+            error = self.failed("looking for an earlier reply", exc, channel)
+            if _no_answer(exc):
+                raise TryLater(f"looking for an earlier reply failed: {error}") from None
+            return None
+        for found in response.get("messages") or []:
+            metadata = found.get("metadata") if isinstance(found, dict) else None
+            if not isinstance(metadata, dict) or metadata.get("event_type") != REPLY_METADATA_TYPE:
+                continue
+            payload = metadata.get("event_payload")
+            if isinstance(payload, dict) and payload.get("delivery") == owed.key:
+                log.info("delivery %s was posted before its answer was cut short: not posted again", owed.key)
+                ts = found.get("ts")
+                return ts if isinstance(ts, str) else ""
+        return None
 
     async def _respond(self, respond: Any, message: render.SlackMessage | None, **options: Any) -> None:
         try:

@@ -95,7 +95,7 @@ class FakeSlack:
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.socket_received: list[dict[str, Any]] = []
         self._failures: dict[str, list[_Failure]] = {}
-        self._ts = itertools.count(1)
+        self._last_ts_us = 0  # microseconds of the last ts handed out (Slack's ts is the time it was posted)
         self._response_ids = itertools.count(1)
         self._response_posts: dict[str, int] = {}
         self._sockets: list[web.WebSocketResponse] = []
@@ -104,6 +104,9 @@ class FakeSlack:
         self.port = 0
         # Seconds each response_url post takes to answer (counted as soon as it arrives, as Slack would).
         self.response_delay = 0.0
+        # Seconds chat.postMessage takes to answer once the message is posted (a caller stopped meanwhile
+        # never learns that it was).
+        self.post_delay = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -239,6 +242,8 @@ class FakeSlack:
         status, payload, headers = self._answer(method, body, request.headers.get("Authorization", ""))
         call.status, call.error = status, None if payload.get("ok") else payload.get("error")
         call.response = payload
+        if method == "chat.postMessage" and self.post_delay:
+            await asyncio.sleep(self.post_delay)
         return web.json_response(payload, status=status, headers=headers)
 
     async def _response_url(self, request: web.Request) -> web.Response:
@@ -295,7 +300,9 @@ class FakeSlack:
     # -- Web API methods ----------------------------------------------------------------------------
 
     def _new_ts(self) -> str:
-        return f"{1_700_000_000 + next(self._ts)}.000100"
+        """The time now, as Slack writes a message's ts, unique (a microsecond apart at least)."""
+        self._last_ts_us = max(time.time_ns() // 1000, self._last_ts_us + 1)
+        return f"{self._last_ts_us // 1_000_000}.{self._last_ts_us % 1_000_000:06d}"
 
     def _auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -325,6 +332,8 @@ class FakeSlack:
             message["blocks"] = body["blocks"]
         if body.get("thread_ts"):
             message["thread_ts"] = body["thread_ts"]
+        if body.get("metadata"):
+            message["metadata"] = body["metadata"]
         self.messages[(channel, ts)] = message
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
 
@@ -349,13 +358,37 @@ class FakeSlack:
         parent = self.messages.get((channel, ts))
         if parent is None:
             return {"ok": False, "error": "thread_not_found"}
+        oldest = float(body.get("oldest") or 0)
         thread = [parent] + [
             message
             for (where, _), message in sorted(self.messages.items())
-            if where == channel and message.get("thread_ts") == ts and message["ts"] != ts
+            if where == channel
+            and message.get("thread_ts") == ts
+            and message["ts"] != ts
+            and float(message["ts"]) > oldest
         ]
         limit = int(body.get("limit") or 1000)
-        return {"ok": True, "messages": thread[:limit], "has_more": len(thread) > limit}
+        shown = [_with_metadata(message, body) for message in thread[:limit]]
+        return {"ok": True, "messages": shown, "has_more": len(thread) > limit}
+
+    def _conversations_history(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The channel's messages (not the replies in threads), newest first, after `oldest`."""
+        channel, oldest = body.get("channel", ""), float(body.get("oldest") or 0)
+        found = [
+            message
+            for (where, ts), message in sorted(self.messages.items(), reverse=True)
+            if where == channel and message.get("thread_ts") in (None, ts) and float(ts) > oldest
+        ]
+        limit = int(body.get("limit") or 100)
+        shown = [_with_metadata(message, body) for message in found[:limit]]
+        return {"ok": True, "messages": shown, "has_more": len(found) > limit}
+
+
+def _with_metadata(message: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """A message as a read shows it: its metadata only when asked for (`include_all_metadata`)."""
+    if str(body.get("include_all_metadata", "")).lower() in {"1", "true"}:
+        return message
+    return {name: value for name, value in message.items() if name != "metadata"}
 
 
 def _peer(request: web.Request) -> tuple[str, int] | None:
