@@ -98,9 +98,14 @@ class EventDeduper(Protocol):
 
 
 class CooldownGate(Protocol):
-    """One auto-reply per record per channel per cooldown; shared across replicas in a deployment."""
+    """One auto-reply per record per channel per cooldown; shared across replicas in a deployment.
 
-    async def allow(self, channel: str, record_id: str) -> bool: ...
+    `holder` names what takes the hold (a paste, for its reply): the same holder asking again is allowed
+    (a reply tried again after a stop, a crash or no answer from the platform is not held back by the
+    hold its own earlier try took and could not give back). Empty: nobody in particular, never allowed
+    again within the cooldown."""
+
+    async def allow(self, channel: str, record_id: str, holder: str = "") -> bool: ...
 
     async def release(self, channel: str, record_id: str) -> None: ...
 
@@ -125,12 +130,14 @@ class Cooldown:
     """At most one auto-reply per record per channel per `seconds`."""
 
     def __init__(self, seconds: float, clock: Clock = time.monotonic) -> None:
-        self._last: ExpiringMap[tuple[str, str], bool] = ExpiringMap(seconds, 100_000, clock)
+        # Who holds each (channel, record): a holder's name, "" for nobody in particular.
+        self._last: ExpiringMap[tuple[str, str], str] = ExpiringMap(seconds, 100_000, clock)
 
-    async def allow(self, channel: str, record_id: str) -> bool:
-        if self._last.get((channel, record_id)):
+    async def allow(self, channel: str, record_id: str, holder: str = "") -> bool:
+        held = self._last.get((channel, record_id))
+        if held is not None and not (holder and held == holder):
             return False
-        self._last.put((channel, record_id), True)
+        self._last.put((channel, record_id), holder)  # taken now (again, by the same holder)
         return True
 
     async def release(self, channel: str, record_id: str) -> None:

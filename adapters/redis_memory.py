@@ -63,6 +63,14 @@ if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then
 end
 return count
 """
+# A cooldown's hold: taken when free, or taken again (its time renewed) by the holder that holds it. The
+# value is the holder's name after "=", or "1" for nobody in particular (never taken again).
+_COOLDOWN_SCRIPT = """
+local held = redis.call('GET', KEYS[1])
+if held and (ARGV[1] == '1' or held ~= ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
 
 
 def redacted_url(url: str) -> str:
@@ -274,8 +282,8 @@ class RedisEventDeduper(_RedisWithFallback):
 
 
 class RedisCooldown(_RedisWithFallback):
-    """`CooldownGate` across replicas: `SET <prefix>:cooldown:<channel>:<record> 1 NX PX ms`; `release`
-    deletes the key."""
+    """`CooldownGate` across replicas: `<prefix>:cooldown:<channel>:<record>` holds the holder's name (or 1)
+    for the cooldown, set by a script when free or held by the same holder; `release` deletes the key."""
 
     def __init__(
         self,
@@ -293,24 +301,27 @@ class RedisCooldown(_RedisWithFallback):
         )
         self.seconds = seconds
         self.fallback: CooldownGate = fallback if fallback is not None else Cooldown(seconds, clock)
+        # register_script does not touch the network; EVALSHA falls back to EVAL when Redis lacks it.
+        self._script = client.register_script(_COOLDOWN_SCRIPT)
 
-    async def allow(self, channel: str, record_id: str) -> bool:
+    async def allow(self, channel: str, record_id: str, holder: str = "") -> bool:
         if self.seconds <= 0:
             return True  # no cooldown configured (Redis refuses PX 0 anyway)
         key = self._key("cooldown", channel, record_id)
         milliseconds = max(1, round(self.seconds * 1000))
+        value = f"={holder}" if holder else "1"
 
         async def hold() -> bool:
-            return await self.client.set(key, b"1", nx=True, px=milliseconds) is not None
+            return bool(await self._script(keys=[key], args=[value, milliseconds]))
 
         allowed = await self._redis(hold)
         if allowed is None:
-            return await self.fallback.allow(channel, record_id)
+            return await self.fallback.allow(channel, record_id, holder)
         if allowed:
             # Mirror what Redis allowed, so a Redis outage right after cannot let this replica answer
             # again. Redis decides while it answers: a hold released on another replica is released here.
             await self.fallback.release(channel, record_id)
-            await self.fallback.allow(channel, record_id)
+            await self.fallback.allow(channel, record_id, holder)
         return allowed
 
     async def release(self, channel: str, record_id: str) -> None:

@@ -92,6 +92,14 @@ def test_an_edit_to_a_record_another_reply_shows_removes_this_reply() -> None:
     assert allow(gate, AVG_POOL_ID)  # nothing shows avg pool any more
 
 
+def test_a_cooldown_held_by_a_paste_lets_that_paste_take_it_again() -> None:
+    gate = Cooldown(600, Clock())
+    assert asyncio.run(gate.allow("C1", AVG_POOL_ID, "C1/1.1"))
+    assert asyncio.run(gate.allow("C1", AVG_POOL_ID, "C1/1.1"))  # its reply tried again
+    assert not asyncio.run(gate.allow("C1", AVG_POOL_ID, "C1/2.2"))  # another paste's
+    assert not allow(gate, AVG_POOL_ID)
+
+
 def test_a_digest_tells_texts_apart_in_16_characters() -> None:
     digest = paste_digest("token xoxb-secret in a paste")
     assert len(digest) == 16

@@ -215,6 +215,21 @@ def test_cooldown_is_shared_per_channel_and_record(
     assert replica_a.failures == replica_b.failures == 0
 
 
+def test_a_cooldown_held_by_a_paste_lets_that_paste_take_it_again(
+    redis_client: redis.Redis, aredis: AsyncRedis, new_client: NewClient, prefix: str, on_loop: OnLoop
+) -> None:
+    # A reply tried again (on any replica) after its earlier try took the hold and could not give it back.
+    replica_a = RedisCooldown(aredis, prefix, 600)
+    replica_b = RedisCooldown(new_client(), prefix, 600)
+    assert on_loop(replica_a.allow(AUTO, "rec1", "CAUTO/1.1")) is True
+    assert on_loop(replica_b.allow(AUTO, "rec1", "CAUTO/1.1")) is True  # the same paste
+    assert on_loop(replica_b.allow(AUTO, "rec1", "CAUTO/2.2")) is False  # another paste
+    assert on_loop(replica_b.allow(AUTO, "rec1")) is False  # nobody in particular
+    assert 590_000 < redis_client.pttl(f"{prefix}:cooldown:{AUTO}:rec1") <= 600_000
+    assert on_loop(replica_a.allow(AUTO, "rec2")) is True
+    assert on_loop(replica_a.allow(AUTO, "rec2", "")) is False  # an anonymous hold is never taken again
+
+
 def test_a_cooldown_released_on_one_replica_is_free_on_the_other(
     aredis: AsyncRedis, prefix: str, on_loop: OnLoop
 ) -> None:
