@@ -10,8 +10,10 @@ from adapters.chat.flows import (
     ChatFlows,
     ChatState,
     Paste,
+    Recover,
     Replier,
     Update,
+    holder_of,
 )
 from adapters.chat.replies import REPLY_TTL_SECONDS, PostedReply, shared_replies
 from adapters.redis_memory import RATE_LIMITED_MESSAGE
@@ -28,7 +30,9 @@ __all__ = [
     "ChatState",
     "Paste",
     "PostedReply",
+    "Recover",
     "Replier",
     "Update",
+    "holder_of",
     "shared_replies",
 ]

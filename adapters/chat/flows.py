@@ -80,6 +80,18 @@ class Paste(Generic[K]):
         return self.digest or paste_digest(self.text)
 
 
+def holder_of(key: Hashable) -> str:
+    """A paste's name as the cooldown's holder of the record its reply shows (`CooldownGate.allow`)."""
+    if isinstance(key, tuple):
+        return "/".join(str(part) for part in key)
+    return str(key)
+
+
+# Finds a paste's reply on the platform (by what the reply carries) when memory does not know it, or no
+# longer can be trusted to: after a restart, or for work tried again. None: no reply found.
+Recover = Callable[[], Awaitable[PostedReply | None]]
+
+
 class Replier(Protocol):
     """How a platform shows a card unasked, bound to the event that asks for it (where to thread, whom
     the card answers). Each method logs and counts a refusal itself and never raises."""
@@ -359,7 +371,9 @@ class ChatFlows(Generic[K]):
         card = unasked_card(self.service, result)
         if card is None:
             return
-        if not await self.state.gate.allow(paste.channel, card.record_id):
+        # Held by this paste: its reply tried again (after a stop, a crash, no answer from the platform)
+        # is not held back by the hold its earlier try took and could not give back.
+        if not await self.state.gate.allow(paste.channel, card.record_id, holder_of(paste.key)):
             self.log.info(
                 "record %s answered in %s within the cooldown: not again", card.record_id, paste.channel
             )
@@ -389,11 +403,31 @@ class ChatFlows(Generic[K]):
         if source is not None:
             await self.state.replies.pop(source)
 
-    async def edited(self, key: K, text: str, replier: Replier) -> None:
+    async def edited(
+        self,
+        key: K,
+        text: str,
+        replier: Replier,
+        *,
+        digest: str = "",
+        recover: Recover | None = None,
+        resumed: bool = False,
+    ) -> None:
         """The paste `key` now reads `text`: its reply shows the card for it, or goes when the paste no
-        longer warrants one. A link preview or a pin (same text) changes nothing."""
+        longer warrants one. A link preview or a pin (same text) changes nothing. An edit never creates a
+        reply: a paste without one (never answered, its reply refused or deleted) gets none.
+
+        `digest`: that of the text as written when `text` is not (kept redacted in an outbox). `recover`
+        finds the reply on the platform when memory does not know it (a restart), and for an edit tried
+        again (`resumed`), whose earlier try may have changed memory but not the reply: then what the
+        platform shows is the truth."""
+        written = digest or paste_digest(text)
         reply = await self.state.replies.get(key)
-        if reply is None or (reply.paste_digest and reply.paste_digest == paste_digest(text)):
+        recovered = None
+        if recover is not None and (reply is None or resumed):
+            recovered = await recover()
+            reply = recovered or reply
+        if reply is None or (reply.paste_digest and reply.paste_digest == written):
             return
         # The lookup runs in the lookup pool; meanwhile the paste may be edited again (the latest edit
         # wins: an earlier one still looking up is dropped) or deleted (its reply is gone: nothing to do).
@@ -405,9 +439,12 @@ class ChatFlows(Generic[K]):
             latest = self._latest_edit.get(key) == edit
             if latest:
                 del self._latest_edit[key]
-        reply = await self.state.replies.get(key) if latest else None
+        if not latest:
+            return
+        reply = recovered or await self.state.replies.get(key)
         if reply is None:
             return
+        holder = holder_of(key)
         outcome = await follow_edit(
             record_id=reply.record_id,
             digest=reply.paste_digest,
@@ -415,6 +452,8 @@ class ChatFlows(Generic[K]):
             answer=lambda _: card,
             gate=self.state.gate,
             place=reply.channel,
+            holder=holder,
+            text_digest=written,
         )
         if outcome is None:
             return
@@ -425,9 +464,7 @@ class ChatFlows(Generic[K]):
             self.state.reply_sources.pop(self.reply_key(reply))
             await self._remove(reply, replier)
             return
-        await self._remember(
-            key, PostedReply(reply.channel, reply.reply_id, card.record_id, paste_digest(text))
-        )
+        await self._remember(key, PostedReply(reply.channel, reply.reply_id, card.record_id, written))
         done = await replier.update(reply, card)
         if done is Update.DONE:
             return
@@ -437,13 +474,21 @@ class ChatFlows(Generic[K]):
         else:
             await self._remember(key, reply)  # it still shows what it showed
         await undo_edit(
-            self.state.gate, reply.channel, shown=card.record_id, previous=reply.record_id, reply_gone=gone
+            self.state.gate,
+            reply.channel,
+            shown=card.record_id,
+            previous=reply.record_id,
+            reply_gone=gone,
+            holder=holder,
         )
 
-    async def deleted(self, key: K, replier: Replier) -> None:
-        """A deleted paste takes our reply with it (and frees the cooldown); a deleted reply is forgotten."""
+    async def deleted(self, key: K, replier: Replier, *, recover: Recover | None = None) -> None:
+        """A deleted paste takes our reply with it (and frees the cooldown); a deleted reply is forgotten.
+        `recover` finds the reply on the platform when memory does not know it (a restart, a try again)."""
         reply = await self.state.replies.pop(key)
         await self.forget(key)
+        if reply is None and recover is not None:
+            reply = await recover()
         if reply is not None:
             self.state.reply_sources.pop(self.reply_key(reply))
             await self._remove(reply, replier)

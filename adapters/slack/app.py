@@ -60,6 +60,8 @@ RESPONSE_URL_SECONDS = 30 * 60
 RESPONSE_URL_TIMEOUT_SECONDS = 10
 # What a message posted from the outbox carries (Slack's message metadata): the delivery it answers, so a
 # delivery tried again after a stop that may have cut its post short looks for it before posting again.
+# An unasked reply also carries the paste it answers (its ts), the record it shows and the paste's digest,
+# rewritten by each chat.update: after a restart an edit or deletion of the paste finds its reply by them.
 REPLY_METADATA_TYPE = "panicbot_reply"
 # How far back a channel's history is read for a shared card (posted at most this long before the click).
 HISTORY_MARGIN_SECONDS = 60.0
@@ -304,7 +306,10 @@ def _unasked_message(card: Card) -> render.SlackMessage:
 
 class SlackReplier:
     """Slack's side of an unasked reply: posted in the paste's thread, changed with chat.update, removed
-    with chat.delete."""
+    with chat.delete. Its metadata names the paste (`paste_ts`), the record shown and the digest of the
+    paste's text (`digest`: as written, for a post; as edited, for an update). From the outbox (`owed`) a
+    call Slack did not answer raises `TryLater` (tried again: a chat.update or chat.delete applied twice
+    changes nothing)."""
 
     def __init__(
         self,
@@ -313,26 +318,47 @@ class SlackReplier:
         channel: str,
         thread_ts: str | None = None,
         owed: Owed | None = None,
+        *,
+        paste_ts: str = "",
+        digest: str = "",
     ) -> None:
         self.handlers, self.client, self.channel, self.thread_ts = handlers, client, channel, thread_ts
-        self.owed = owed
+        self.owed, self.paste_ts, self.digest = owed, paste_ts, digest
+
+    def _about(self, card: Card) -> dict[str, Any]:
+        return {"paste": self.paste_ts, "record": card.record_id, "digest": self.digest}
 
     async def post(self, card: Card) -> str | None:
         message = _unasked_message(card)
         if self.owed is not None:  # from the outbox: raises `TryLater` when Slack did not answer
             return await self.handlers.post_once(
-                self.client, self.channel, message, self.owed, thread_ts=self.thread_ts
+                self.client,
+                self.channel,
+                message,
+                self.owed,
+                thread_ts=self.thread_ts,
+                about=self._about(card),
             )
-        return await self.handlers._post(self.client, self.channel, message, thread_ts=self.thread_ts)
+        metadata = {"event_type": REPLY_METADATA_TYPE, "event_payload": self._about(card)}
+        return await self.handlers._post(
+            self.client, self.channel, message, thread_ts=self.thread_ts, metadata=metadata
+        )
 
     async def update(self, reply: chat.PostedReply, card: Card) -> chat.Update:
         message = _unasked_message(card)
+        metadata = {"event_type": REPLY_METADATA_TYPE, "event_payload": self._about(card)}
         try:
             await self.client.chat_update(
-                channel=reply.channel, ts=reply.reply_id, text=message.text, blocks=message.blocks
+                channel=reply.channel,
+                ts=reply.reply_id,
+                text=message.text,
+                blocks=message.blocks,
+                metadata=metadata,
             )
         except SLACK_FAILURES as exc:
             error = self.handlers.failed("chat.update", exc, reply.channel)
+            if self.owed is not None and _no_answer(exc):
+                raise TryLater(f"chat.update failed: {error}") from None
             return chat.Update.GONE if error in REPLY_GONE_ERRORS else chat.Update.FAILED
         return chat.Update.DONE
 
@@ -340,7 +366,13 @@ class SlackReplier:
         try:
             await self.client.chat_delete(channel=reply.channel, ts=reply.reply_id)
         except SLACK_FAILURES as exc:
-            self.handlers.failed("chat.delete", exc, reply.channel)
+            if isinstance(exc, SlackApiError) and exc.response.get("error") in REPLY_GONE_ERRORS:
+                # Already gone (deleted by someone, or by an earlier try of this very deletion).
+                log.info("reply %s in %s was already gone", reply.reply_id, reply.channel)
+                return
+            error = self.handlers.failed("chat.delete", exc, reply.channel)
+            if self.owed is not None and _no_answer(exc):
+                raise TryLater(f"chat.delete failed: {error}") from None
 
 
 # The buttons whose answer is owed through the click's response_url, and the job kind each is stored as.
@@ -353,8 +385,11 @@ BUTTON_KINDS = {
 }
 # How a button's answer goes out: a post to its response_url (from the outbox, or from memory).
 Send = Callable[..., Coroutine[Any, Any, None]]
-# The Events API deliveries answered with chat.postMessage, by the job kind each is stored as.
-EVENT_KINDS = ("mention", "auto_reply")
+# The Events API deliveries answered from the outbox, by the job kind each is stored as: a mention and an
+# unasked reply (chat.postMessage), and the edit and deletion of a paste (its reply's chat.update or
+# chat.delete), which wait in the paste author's lane behind the reply they change.
+EVENT_KINDS = ("mention", "auto_reply", "edit", "delete")
+FOLLOW_KINDS = ("edit", "delete")
 
 
 @dataclass(frozen=True)
@@ -366,8 +401,8 @@ class Owed:
     asked: float
     resumed: bool
 
-    def metadata(self) -> dict[str, Any]:
-        return {"event_type": REPLY_METADATA_TYPE, "event_payload": {"delivery": self.key}}
+    def metadata(self, about: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"event_type": REPLY_METADATA_TYPE, "event_payload": {"delivery": self.key, **(about or {})}}
 
 
 def event_key(event_id: str) -> str:
@@ -377,9 +412,11 @@ def event_key(event_id: str) -> str:
 
 @dataclass(frozen=True)
 class EventJob:
-    """What a mention or an unasked reply needs, as stored in the outbox: where the message is (its thread,
-    if it is in one), who wrote it, its text (redacted when stored) and the digest of the text as it was
-    (an unasked reply follows the paste's edits by it). Never a rendered message, never a token."""
+    """What a mention, an unasked reply or a paste's edit or deletion needs, as stored in the outbox: where
+    the message is (its thread, if it is in one), who wrote it, its text (redacted when stored; an edit's
+    new text) and the digest of the text as it was written (an unasked reply follows the paste's edits by
+    it). `threaded`: an edited or deleted paste has a thread, where its reply may be found when memory does
+    not know it. Never a rendered message, never a token."""
 
     kind: str
     channel: str
@@ -388,6 +425,7 @@ class EventJob:
     user: str
     text: str
     digest: str
+    threaded: bool = False
 
     @classmethod
     def of_event(cls, kind: str, event: dict[str, Any]) -> EventJob:
@@ -414,6 +452,30 @@ class EventJob:
             user=str(data.get("user") or ""),
             text=str(data.get("text") or ""),
             digest=str(data.get("digest") or ""),
+            threaded=bool(data.get("threaded")),
+        )
+
+    @classmethod
+    def of_change(cls, event: dict[str, Any]) -> EventJob:
+        """The edit (message_changed) or deletion (message_deleted, or a thread parent's tombstone) of a
+        message: the message's ts, author and thread as they were, the new text."""
+        before = event.get("previous_message") or {}
+        if event.get("subtype") == "message_changed":
+            after = event.get("message") or {}
+            deleted = after.get("subtype") == "tombstone"  # a thread parent deleted: its replies stay
+        else:
+            after, deleted = {"ts": event.get("deleted_ts")}, True
+        text = "" if deleted else str(after.get("text") or "")
+        thread_ts = after.get("thread_ts") or before.get("thread_ts")
+        return cls(
+            kind="delete" if deleted else "edit",
+            channel=str(event.get("channel") or ""),
+            ts=str(after.get("ts") or before.get("ts") or ""),
+            thread_ts=str(thread_ts) if thread_ts else None,
+            user=str(before.get("user") or after.get("user") or ""),
+            text=text,
+            digest=paste_digest(text),
+            threaded=bool(thread_ts),
         )
 
     def stored(self) -> dict[str, Any]:
@@ -426,6 +488,7 @@ class EventJob:
             "user": self.user,
             "text": redact(self.text),
             "digest": self.digest,
+            "threaded": self.threaded,
         }
 
     @property
@@ -528,10 +591,9 @@ class _Handlers:
             log.warning("%s failed: %s", call, error)
         return error
 
-    def _replier(
-        self, client: AsyncWebClient, channel: str, thread_ts: str | None = None, owed: Owed | None = None
-    ) -> SlackReplier:
-        return SlackReplier(self, client, channel, thread_ts, owed)
+    def _replier(self, client: AsyncWebClient, job: EventJob, owed: Owed | None = None) -> SlackReplier:
+        """Where `job`'s paste is answered: in its thread, the paste and its digest in the metadata."""
+        return SlackReplier(self, client, job.channel, job.reply_ts, owed, paste_ts=job.ts, digest=job.digest)
 
     # -- answers owed through a response_url, kept in the outbox ------------------------------------------
 
@@ -601,14 +663,34 @@ class _Handlers:
     async def on_message_owed(
         self, body: dict[str, Any], event: dict[str, Any], client: AsyncWebClient, context: Any
     ) -> None:
-        """A message: a paste that may get an unasked reply is stored before the ack and answered by the
-        outbox's worker; edits and deletions (which change a reply already there) from a task, as before."""
+        """A message: a paste that may get an unasked reply, and the edit or deletion of a message that may
+        have one (its reply then changes or goes), are stored before the ack and answered by the outbox's
+        worker, in the author's lane: an edit waits behind the reply it changes. Not stored (no outbox, a
+        store that failed), or a change that cannot concern a reply (a bot's message, a channel without
+        auto-reply, the same text), from a task, as before."""
         if event.get("subtype") in {"message_changed", "message_deleted"}:
-            self.state.spawn(self.follow_paste(event, client))
+            change = EventJob.of_change(event)
+            if not self._may_change_a_reply(event, change, context):
+                # Memory alone decides (our own reply deleted is forgotten): no thread to read.
+                change = dataclasses.replace(change, threaded=False)
+            elif await self._owe_event(body, change):
+                return
+            self.state.spawn(self.follow_paste(change, client))
             return
         job = self._unasked_job(event, context)
         if job is not None and not await self._owe_event(body, job):
             self.state.spawn(self.answer_unasked(job, client))
+
+    def _may_change_a_reply(self, event: dict[str, Any], change: EventJob, context: Any) -> bool:
+        """The edit or deletion of a message that may have an unasked reply: someone's words (not a bot's)
+        in an auto-reply channel, whose text changed (a link preview or a pin does not)."""
+        if change.channel not in self.settings.slack_auto_reply_channels or not change.ts:
+            return False
+        before = event.get("previous_message") or {}
+        if before.get("bot_id") or change.user in {"", context.get("bot_user_id")}:
+            return False
+        unchanged = change.kind == "edit" and "text" in before and before.get("text") == change.text
+        return not unchanged
 
     async def answer_owed(self, entry: OutboxEntry) -> None:
         """One answer from the outbox: looked up now, posted to its response_url, or in the channel for a
@@ -621,6 +703,9 @@ class _Handlers:
         done = Owed(entry.key, asked if isinstance(asked, int | float) else now, entry.attempts > 0)
         if payload.get("kind") in EVENT_KINDS:
             job = EventJob.of(payload)
+            if job.kind in FOLLOW_KINDS:
+                await self.answer_change(job, self.client, done)
+                return
             if entry.attempts:
                 job = dataclasses.replace(job, user="")  # tried before: the per-user limit counted it then
             if job.kind == "mention":
@@ -716,16 +801,34 @@ class _Handlers:
         else:
             await self._post(client, channel, message, thread_ts=thread_ts)
 
-    async def follow_paste(self, event: dict[str, Any], client: AsyncWebClient) -> None:
-        """An edited or deleted message: its unasked reply, if it has one, follows."""
-        channel = event.get("channel", "")
-        if event.get("subtype") == "message_changed":
-            edited = event.get("message") or {}
-            await self.flows.edited(
-                (channel, edited.get("ts", "")), edited.get("text") or "", self._replier(client, channel)
-            )
+    async def follow_paste(self, change: EventJob, client: AsyncWebClient) -> None:
+        """An edited or deleted message, from this process: its unasked reply, if it has one, follows."""
+        try:
+            await self.answer_change(change, client)
+        except TryLater as exc:  # looking for the reply in its thread got no answer from Slack
+            log.warning("the reply to %s in %s was not followed: %s", change.ts, change.channel, exc)
+
+    async def answer_change(self, job: EventJob, client: AsyncWebClient, owed: Owed | None = None) -> None:
+        """An edited or deleted paste: its unasked reply shows the card for the new text (chat.update), or
+        goes (chat.delete). The reply is known from memory, else (a restart, memory lost) found in the
+        paste's thread by its metadata; from the outbox, an edit tried again reads the reply there first
+        (its earlier try may have changed memory and not the reply). A paste without a reply gets none: an
+        edit never posts (an unasked reply still owed is posted before, in the same lane, then changed)."""
+        key = (job.channel, job.ts)
+        replier = self._replier(client, job, owed)
+        recover: chat.Recover | None = None
+        if job.threaded:
+
+            async def recover() -> chat.PostedReply | None:
+                return await self._find_reply(client, job)
+
+        if job.kind == "delete":
+            await self.flows.deleted(key, replier, recover=recover)
         else:
-            await self.flows.deleted((channel, event.get("deleted_ts", "")), self._replier(client, channel))
+            resumed = owed is not None and owed.resumed
+            await self.flows.edited(
+                key, job.text, replier, digest=job.digest, recover=recover, resumed=resumed
+            )
 
     def _unasked_job(self, event: dict[str, Any], context: Any) -> EventJob | None:
         """The unasked reply a message may get: someone's words (not a bot's, not a join) in a channel
@@ -751,8 +854,7 @@ class _Handlers:
         paste: chat.Paste[tuple[str, ...]] = chat.Paste(
             (job.channel, job.ts), job.channel, job.text, job.user, digest=job.digest
         )
-        replier = self._replier(client, job.channel, job.reply_ts, owed)
-        await self.flows.unasked_reply(paste, replier)
+        await self.flows.unasked_reply(paste, self._replier(client, job, owed))
 
     # -- buttons --------------------------------------------------------------------------------------
 
@@ -907,7 +1009,12 @@ class _Handlers:
         return strip_mentions(messages[0].get("text", "")) if messages else ""
 
     async def _post(
-        self, client: AsyncWebClient, channel: str, message: render.SlackMessage, thread_ts: str | None = None
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        message: render.SlackMessage,
+        thread_ts: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> str | None:
         """chat.postMessage; the new message's ts, or None (logged) when Slack refused."""
         try:
@@ -917,6 +1024,7 @@ class _Handlers:
                 text=message.text,
                 blocks=message.blocks,
                 unfurl_links=False,
+                metadata=metadata,
             )
         except SLACK_FAILURES as exc:  # refused, or timeouts and connection errors after the retries
             self.failed("chat.postMessage", exc, channel)
@@ -932,8 +1040,10 @@ class _Handlers:
         owed: Owed,
         *,
         thread_ts: str | None = None,
+        about: dict[str, Any] | None = None,
     ) -> str | None:
-        """chat.postMessage for the outbox, the delivery named in the message's metadata: the new message's
+        """chat.postMessage for the outbox, the delivery named in the message's metadata (with `about`: what
+        an unasked reply answers and shows): the new message's
         ts, or, for a delivery tried again, that of the message an earlier try posted; None when Slack
         refused it (logged). No answer from Slack (after the client's retries) raises `TryLater`: the post
         may have gone out, and the next try looks for it first."""
@@ -948,7 +1058,7 @@ class _Handlers:
                 text=message.text,
                 blocks=message.blocks,
                 unfurl_links=False,
-                metadata=owed.metadata(),
+                metadata=owed.metadata(about),
             )
         except SLACK_FAILURES as exc:
             error = self.failed("chat.postMessage", exc, channel)
@@ -964,35 +1074,67 @@ class _Handlers:
         """The ts of the message an earlier try of `owed` posted (its metadata names the delivery), in the
         thread or, outside one, in the channel since it was asked; None when there is none. Slack refusing
         to show it (a missing scope) is logged and taken as none; Slack not answering raises `TryLater`."""
-        oldest = f"{max(owed.asked - HISTORY_MARGIN_SECONDS, 0.0):.6f}"
+        oldest = max(owed.asked - HISTORY_MARGIN_SECONDS, 0.0)
+        for found, payload in await self._ours(client, channel, thread_ts, oldest, "an earlier reply"):
+            if payload.get("delivery") == owed.key:
+                log.info("delivery %s was posted before its answer was cut short: not posted again", owed.key)
+                ts = found.get("ts")
+                return ts if isinstance(ts, str) else ""
+        return None
+
+    async def _find_reply(self, client: AsyncWebClient, job: EventJob) -> chat.PostedReply | None:
+        """The unasked reply to `job`'s paste in its thread (its metadata names the paste), as the reply
+        shows it now (record and paste digest); None when there is none. Found, it is remembered again."""
+        try:
+            oldest = max(float(job.ts) - HISTORY_MARGIN_SECONDS, 0.0)
+        except ValueError:
+            return None
+        for found, payload in await self._ours(
+            client, job.channel, job.reply_ts, oldest, "the paste's reply"
+        ):
+            record, ts = payload.get("record"), found.get("ts")
+            if payload.get("paste") == job.ts and isinstance(record, str) and isinstance(ts, str) and record:
+                log.info("the reply to %s in %s found in its thread", job.ts, job.channel)
+                digest = payload.get("digest")
+                reply = chat.PostedReply(job.channel, ts, record, digest if isinstance(digest, str) else "")
+                await self.state.replies.put((job.channel, job.ts), reply)
+                return reply
+        return None
+
+    async def _ours(
+        self, client: AsyncWebClient, channel: str, thread_ts: str | None, oldest: float, looking_for: str
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The bot's replies (each message with its `panicbot_reply` metadata) in the thread or, outside
+        one, the channel since `oldest`. Slack refusing to show them (a missing scope, a thread gone) is
+        logged and taken as none; Slack not answering raises `TryLater`."""
+        since = f"{oldest:.6f}"
         try:
             if thread_ts:
                 response = await client.conversations_replies(
                     channel=channel,
                     ts=thread_ts,
-                    oldest=oldest,
+                    oldest=since,
                     include_all_metadata=True,
                     limit=LOOKED_AT_MESSAGES,
                 )
             else:
                 response = await client.conversations_history(
-                    channel=channel, oldest=oldest, include_all_metadata=True, limit=LOOKED_AT_MESSAGES
+                    channel=channel, oldest=since, include_all_metadata=True, limit=LOOKED_AT_MESSAGES
                 )
         except SLACK_FAILURES as exc:
-            error = self.failed("looking for an earlier reply", exc, channel)
+            error = self.failed(f"looking for {looking_for}", exc, channel)
             if _no_answer(exc):
-                raise TryLater(f"looking for an earlier reply failed: {error}") from None
-            return None
+                raise TryLater(f"looking for {looking_for} failed: {error}") from None
+            return []
+        ours = []
         for found in response.get("messages") or []:
             metadata = found.get("metadata") if isinstance(found, dict) else None
             if not isinstance(metadata, dict) or metadata.get("event_type") != REPLY_METADATA_TYPE:
                 continue
             payload = metadata.get("event_payload")
-            if isinstance(payload, dict) and payload.get("delivery") == owed.key:
-                log.info("delivery %s was posted before its answer was cut short: not posted again", owed.key)
-                ts = found.get("ts")
-                return ts if isinstance(ts, str) else ""
-        return None
+            if isinstance(payload, dict):
+                ours.append((found, payload))
+        return ours
 
     async def _respond(self, respond: Any, message: render.SlackMessage | None, **options: Any) -> None:
         try:

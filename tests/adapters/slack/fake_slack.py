@@ -332,6 +332,14 @@ class FakeSlack:
             message["blocks"] = body["blocks"]
         if body.get("thread_ts"):
             message["thread_ts"] = body["thread_ts"]
+            parent = self.messages.get((channel, body["thread_ts"]))
+            if parent is not None:  # as Slack shows a thread's parent: its thread, who replied, how often
+                users = parent.get("reply_users") or []
+                parent.update(
+                    thread_ts=parent["ts"],
+                    reply_count=int(parent.get("reply_count") or 0) + 1,
+                    reply_users=users if BOT_USER_ID in users else [*users, BOT_USER_ID],
+                )
         if body.get("metadata"):
             message["metadata"] = body["metadata"]
         self.messages[(channel, ts)] = message
@@ -345,6 +353,8 @@ class FakeSlack:
         if key not in self.messages:
             return {"ok": False, "error": "message_not_found"}
         self.messages[key].update(text=body.get("text"), blocks=body.get("blocks"))
+        if body.get("metadata"):  # replaced when given, kept as it was otherwise
+            self.messages[key]["metadata"] = body["metadata"]
         return {"ok": True, "channel": key[0], "ts": key[1], "text": body.get("text")}
 
     def _chat_delete(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -410,11 +410,16 @@ def _no_secrets_in_logs(caplog: pytest.LogCaptureFixture) -> Any:
 
 @contextlib.asynccontextmanager
 async def running(
-    env: pytest.MonkeyPatch, feedback: Any = None, outbox: Outbox | None = None, fake: FakeSlack | None = None
+    env: pytest.MonkeyPatch,
+    feedback: Any = None,
+    outbox: Outbox | None = None,
+    fake: FakeSlack | None = None,
+    shared: dict[str, Any] | None = None,
 ) -> AsyncIterator[Harness]:
     """Fake Slack, then the app from env settings served on a free local port, then a client. Answers owed
     through a response_url go through an outbox, as in the service (a SQLite one unless given). With
-    `fake`, that Slack (left running): a second start talks to the Slack the first one did."""
+    `fake`, that Slack (left running): a second start talks to the Slack the first one did. `shared`: the
+    state's parts a deployment shares in Redis (cooldown, replies), as `SlackState` takes them."""
     async with contextlib.AsyncExitStack() as stack:
         if fake is None:
             fake = await stack.enter_async_context(FakeSlack(BOT_TOKEN, APP_TOKEN))
@@ -424,7 +429,9 @@ async def running(
         env.setenv("SLACK_AUTO_REPLY_CHANNELS", AUTO)
         settings = load_slack_settings(http_mode=True)
         clock = FakeClock()
-        state = SlackState(clock=clock, cooldown_seconds=settings.slack_auto_reply_cooldown_seconds)
+        state = SlackState(
+            clock=clock, cooldown_seconds=settings.slack_auto_reply_cooldown_seconds, **(shared or {})
+        )
         state.feedback = feedback or state.feedback
         service = PanicLookup(seeds_catalog())
         own_outbox = sqlite_outbox("slack") if outbox is None else None

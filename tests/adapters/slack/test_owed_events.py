@@ -113,7 +113,8 @@ def _delivery(post: Call) -> str | None:
     metadata = post.body.get("metadata") or {}
     if metadata.get("event_type") != REPLY_METADATA_TYPE:
         return None
-    return str(metadata["event_payload"]["delivery"])
+    delivery = metadata["event_payload"].get("delivery")  # none for a reply posted from memory
+    return str(delivery) if delivery else None
 
 
 @pytest.mark.parametrize("kind", KINDS)
