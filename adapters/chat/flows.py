@@ -426,7 +426,9 @@ class ChatFlows(Generic[K]):
         recovered = None
         if recover is not None and (reply is None or resumed):
             recovered = await recover()
-            reply = recovered or reply
+            if recovered is not None:  # what the platform shows: remembered as the paste's reply again
+                await self._remember(key, recovered)
+                reply = recovered
         if reply is None or (reply.paste_digest and reply.paste_digest == written):
             return
         # The lookup runs in the lookup pool; meanwhile the paste may be edited again (the latest edit

@@ -1084,7 +1084,7 @@ class _Handlers:
 
     async def _find_reply(self, client: AsyncWebClient, job: EventJob) -> chat.PostedReply | None:
         """The unasked reply to `job`'s paste in its thread (its metadata names the paste), as the reply
-        shows it now (record and paste digest); None when there is none. Found, it is remembered again."""
+        shows it now (record and paste digest); None when there is none."""
         try:
             oldest = max(float(job.ts) - HISTORY_MARGIN_SECONDS, 0.0)
         except ValueError:
@@ -1096,9 +1096,7 @@ class _Handlers:
             if payload.get("paste") == job.ts and isinstance(record, str) and isinstance(ts, str) and record:
                 log.info("the reply to %s in %s found in its thread", job.ts, job.channel)
                 digest = payload.get("digest")
-                reply = chat.PostedReply(job.channel, ts, record, digest if isinstance(digest, str) else "")
-                await self.state.replies.put((job.channel, job.ts), reply)
-                return reply
+                return chat.PostedReply(job.channel, ts, record, digest if isinstance(digest, str) else "")
         return None
 
     async def _ours(
