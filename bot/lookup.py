@@ -50,8 +50,8 @@ GUESS_COMPARED = 20
 GUESS_LEAST_SIMILARITY = 0.39
 # A typed query with no message match is also searched in the words of the analyses written for records
 # (`bot.prose_search`): at most PROSE_HITS records, each at least PROSE_LEAST_SHARE of the best one's BM25
-# score, listed after the message matches (room is made for them in the `limit`), at a confidence of at most
-# PROSE_CONFIDENCE (scaled by the share) and below every message match's: never an answer, never posted.
+# score (room is made for them in the `limit`), at a confidence of at most PROSE_CONFIDENCE (scaled by the
+# share), ranked with the weak message matches by confidence: never an answer, never posted.
 PROSE_HITS = 3
 PROSE_LEAST_SHARE = 0.3
 PROSE_CONFIDENCE = 0.3
@@ -174,8 +174,8 @@ class PanicLookup:
         return ProseIndex((p, r) for p, r in chosen if r.id not in self.under_review)
 
     def _with_prose(self, result: LookupResult, limit: int) -> LookupResult:
-        """A typed query no message answers: the records whose analysis holds its words, after the message
-        matches (a record among them gains the reason), at a lower confidence. Never an answer."""
+        """A typed query no message answers: the records whose analysis holds its words (a message match
+        among them gains the reason), ranked with the message matches by confidence. Never an answer."""
         if (
             not self.prose_search
             or len(result.panics) != 1
@@ -202,14 +202,14 @@ class PanicLookup:
         if not extra:
             return dataclasses.replace(result, matches=tuple(matches))
         kept = matches[: max(0, min(len(matches), limit - len(extra)))]
-        ceiling = min((match.confidence for match in kept), default=1.0)
         for hit, reason in extra[:limit]:
-            confidence = min(PROSE_CONFIDENCE * hit.relative, ceiling - PROSE_MIN_CONFIDENCE)
-            confidence = round(max(PROSE_MIN_CONFIDENCE, confidence), 3)
-            ceiling = confidence
+            confidence = round(max(PROSE_MIN_CONFIDENCE, PROSE_CONFIDENCE * hit.relative), 3)
             record = self.matcher.records[hit.record_index]
             kept.append(Match(record, hit.score, confidence, (reason,), 0, False, hit.record_index))
-        return dataclasses.replace(result, matches=tuple(kept))
+        ranked = sorted(kept, key=lambda match: -match.confidence)
+        if ranked and ranked[0].known:  # the first of a list is its answer: a typed question has none
+            ranked = kept
+        return dataclasses.replace(result, matches=tuple(ranked))
 
     def _cause_by_site(self, result: LookupResult) -> LookupResult:
         """A cause whose message no record matched (mangled by a progress bar, reworded since) but whose

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.lookup import PanicLookup, result_json
+from bot.lookup import PROSE_CONFIDENCE, PanicLookup, result_json
 from bot.prose_search import ProseIndex, stem, words
 from bot.records import default_catalog
 
@@ -46,22 +46,27 @@ def test_a_message_match_still_ranks_first(lookup: PanicLookup) -> None:
     assert all(r.signal != "analysis" for m in result.matches for r in m.reasons)  # not searched
 
 
-def test_analysis_hits_come_after_the_message_matches_below_their_confidence(lookup: PanicLookup) -> None:
+def test_analysis_hits_rank_with_the_weak_message_matches_by_confidence(lookup: PanicLookup) -> None:
+    # No message answers the question: its few words shared with messages and the analyses' words are
+    # ranked together (bench/typed_questions.py: top-1 11.6 % -> 51.8 % when they were kept after them).
     result = lookup.lookup("checkpointer thread hangs after the disk filled up")
+    assert result.best is None and not result.auto_reply
     # A match found only in the analyses' words; one whose message matched too may add that reason.
     signals = [
         "analysis" if all(r.signal == "analysis" for r in m.reasons) else m.reasons[0].signal
         for m in result.matches
     ]
     assert "analysis" in signals and "text" in signals
-    first = signals.index("analysis")
-    assert all(signal != "text" for signal in signals[first:])  # message matches first
-    message_least = min(m.confidence for m in result.matches[:first])
-    assert all(m.confidence < message_least for m in result.matches[first:])
+    confidences = [m.confidence for m in result.matches]
+    assert confidences == sorted(confidences, reverse=True)
+    assert result.matches[0].record.errorMessage == "Can send message to checkpointer thread."
+    prose = [m for m, signal in zip(result.matches, signals, strict=True) if signal == "analysis"]
+    assert all(m.confidence <= PROSE_CONFIDENCE for m in prose)
     assert len(result.matches) <= 5
     # The JSON shape is unchanged: the same keys, the new reason's signal.
     shown = result_json(result)["matches"]
-    assert set(shown[first]) == set(shown[0])
+    first = signals.index("analysis")
+    assert set(shown[first]) == set(shown[signals.index("text")])
     assert shown[first]["reasons"][0]["signal"] == "analysis"
 
 
