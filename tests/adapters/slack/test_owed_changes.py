@@ -18,6 +18,7 @@ import redis
 from redis.asyncio import Redis as AsyncRedis
 
 from adapters import outbox as outbox_module
+from adapters.answers import paste_digest
 from adapters.chat import shared_replies
 from adapters.redis_memory import RedisCooldown, RedisEventDeduper, async_redis_from_url
 from adapters.slack.app import REPLY_METADATA_TYPE, event_key
@@ -143,7 +144,7 @@ def test_a_change_after_a_restart_finds_the_reply_in_the_paste_thread(
                     "delivery": event_key(f"EvPASTE{event['ts'].replace('.', '')}"),
                     "paste": event["ts"],
                     "record": AVG_POOL_ID,
-                    "digest": reply_metadata(fake, post)["digest"],
+                    "digest": paste_digest(AVG_POOL_PASTE),  # the paste as written
                 }
             # Started again without Redis: the memory of the reply is gone, Slack still shows it.
             async with running(slack_env, fake=fake) as h:
