@@ -461,13 +461,23 @@ class ChatFlows(Generic[K]):
             return
         card = outcome.card
         # Memory first, then the platform: an event handled while a call is in flight sees the new state.
+        # A call cut short or to be tried again puts memory back (`_not_done`): the next try makes it again.
         if card is None:
             await self.state.replies.pop(key)
             self.state.reply_sources.pop(self.reply_key(reply))
-            await self._remove(reply, replier)
+            try:
+                await self._remove(reply, replier)
+            except BaseException:
+                await self._not_done(key, None, reply)
+                raise
             return
-        await self._remember(key, PostedReply(reply.channel, reply.reply_id, card.record_id, written))
-        done = await replier.update(reply, card)
+        changed = PostedReply(reply.channel, reply.reply_id, card.record_id, written)
+        await self._remember(key, changed)
+        try:
+            done = await replier.update(reply, card)
+        except BaseException:
+            await self._not_done(key, changed, reply)
+            raise
         if done is Update.DONE:
             return
         gone = done is Update.GONE
@@ -493,7 +503,22 @@ class ChatFlows(Generic[K]):
             reply = await recover()
         if reply is not None:
             self.state.reply_sources.pop(self.reply_key(reply))
-            await self._remove(reply, replier)
+            try:
+                await self._remove(reply, replier)
+            except BaseException:
+                await self._not_done(key, None, reply)
+                raise
+
+    async def _not_done(self, key: K, written: PostedReply | None, reply: PostedReply) -> None:
+        """A change to `reply` (an update, a deletion) cut short (a stop) or to be tried again (no answer
+        from the platform): it may not have been applied. Memory goes back to what the reply surely showed
+        (unless something else replaced `written`, the change's own entry, meanwhile), so the next try
+        makes the change again (twice is harmless) instead of finding it done; and the record the reply
+        showed stays held in the paste's name until then, as the record it is to show is: no other paste's
+        card for either meanwhile."""
+        if await self.state.replies.get(key) == written:
+            await self._remember(key, reply)
+        await self.state.gate.allow(reply.channel, reply.record_id, holder_of(key))
 
     async def _remove(self, reply: PostedReply, replier: Replier) -> None:
         await replier.delete(reply)

@@ -811,13 +811,18 @@ class _Handlers:
     async def answer_change(self, job: EventJob, client: AsyncWebClient, owed: Owed | None = None) -> None:
         """An edited or deleted paste: its unasked reply shows the card for the new text (chat.update), or
         goes (chat.delete). The reply is known from memory, else (a restart, memory lost) found in the
-        paste's thread by its metadata; from the outbox, an edit tried again reads the reply there first
-        (its earlier try may have changed memory and not the reply). A paste without a reply gets none: an
+        paste's thread by its metadata; from the outbox, a change tried again reads the reply there first
+        (its earlier try may have changed memory and not the reply), whether or not the paste had a thread
+        when it was edited. A paste without a reply gets none: an
         edit never posts (an unasked reply still owed is posted before, in the same lane, then changed)."""
         key = (job.channel, job.ts)
         replier = self._replier(client, job, owed)
+        resumed = owed is not None and owed.resumed
         recover: chat.Recover | None = None
-        if job.threaded:
+        # A change tried again reads the thread even when the paste had none at the event (its reply was
+        # still owed then): its earlier try may have changed memory (shared, on a replica since stopped)
+        # and not the reply.
+        if job.threaded or resumed:
 
             async def recover() -> chat.PostedReply | None:
                 return await self._find_reply(client, job)
@@ -825,7 +830,6 @@ class _Handlers:
         if job.kind == "delete":
             await self.flows.deleted(key, replier, recover=recover)
         else:
-            resumed = owed is not None and owed.resumed
             await self.flows.edited(
                 key, job.text, replier, digest=job.digest, recover=recover, resumed=resumed
             )

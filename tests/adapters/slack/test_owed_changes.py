@@ -19,7 +19,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from adapters import outbox as outbox_module
 from adapters.answers import paste_digest
-from adapters.chat import shared_replies
+from adapters.chat import ChatFlows, shared_replies
 from adapters.redis_memory import RedisCooldown, RedisEventDeduper, async_redis_from_url
 from adapters.slack.app import REPLY_METADATA_TYPE, event_key
 from tests.adapters.serve.test_service import clean_env
@@ -124,6 +124,52 @@ def test_a_change_queued_behind_its_reply_is_applied_to_it_after_the_restart(
                 await changed(fake, kind, post)  # then changed, in order
                 await fake.wait_for(lambda: h.state.owed and h.state.owed.worker.answered == 2, what="both")
                 await asyncio.sleep(0.3)
+                assert len(fake.posts()) == 1
+                assert await outbox.pending() == []
+
+    run(scenario())
+    outbox.close()
+
+
+@pytest.mark.parametrize("memory", ["put-back", "kept"])
+@pytest.mark.parametrize("kind", CHANGES)
+def test_a_change_stored_before_its_reply_that_slack_did_not_take_is_tried_again_and_applied(
+    slack_env: pytest.MonkeyPatch, monkeypatch: pytest.MonkeyPatch, kind: str, memory: str
+) -> None:
+    # The edit (or deletion) arrives while the reply is still owed: the paste has no thread yet. After the
+    # restart the reply is posted, then Slack answers its chat.update (chat.delete) 429 three times (the
+    # client retries twice): the worker tries the change again, and it is applied to the reply. "kept": the
+    # memory the failed try changed is not put back (as when a replica sharing it in Redis is killed
+    # mid-call): the try again reads the reply in the paste's thread.
+    monkeypatch.setattr(outbox_module, "RETRY_BASE_SECONDS", 0.05)
+    if memory == "kept":
+
+        async def killed(*_: Any) -> None:
+            return None
+
+        monkeypatch.setattr(ChatFlows, "_not_done", killed)
+    outbox = sqlite_outbox("slack")
+    method = "chat.update" if kind == "edit" else "chat.delete"
+
+    async def scenario() -> None:
+        async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
+            async with running(slack_env, outbox=outbox, fake=fake) as h:
+                owed = h.state.owed
+                assert owed is not None
+                await owed.worker.stop(0.1)  # SIGTERM: acknowledged (and stored) from now on, not answered
+                event, key = await paste(h)
+                assert (await h.event(change_of(kind, event), event_id="EvCHANGE1")).status == 200
+                assert await outbox.pending() == [key, event_key("EvCHANGE1")]
+            fake.rate_limit(method, retry_after=0, times=3)
+            async with running(slack_env, outbox=outbox, fake=fake) as h:
+                [post] = await fake.wait_for_calls("chat.postMessage")
+                await changed(fake, kind, post)
+                await fake.wait_for(lambda: h.state.owed and h.state.owed.worker.answered == 2, what="both")
+                assert len(fake.calls_to(method)) == 4  # three refused, one applied
+                if kind == "edit":
+                    shown = fake.messages[(AUTO, post.response["ts"])]
+                    assert shown["blocks"][0]["text"]["text"] == DEFORM_TITLE
+                    assert reply_metadata(fake, post)["digest"] == paste_digest(DEFORM_PASTE)
                 assert len(fake.posts()) == 1
                 assert await outbox.pending() == []
 
