@@ -65,8 +65,10 @@ RESPONSE_URL_TIMEOUT_SECONDS = 10
 REPLY_METADATA_TYPE = "panicbot_reply"
 # How far back a channel's history is read for a shared card (posted at most this long before the click).
 HISTORY_MARGIN_SECONDS = 60.0
-# How many messages of a thread or a channel's history are read looking for that reply.
+# How many messages of a thread or a channel's history are read at a time looking for that reply, and how
+# many such pages at most (following Slack's cursor): past them, whether it is there cannot be told.
 LOOKED_AT_MESSAGES = 200
+LOOKED_AT_PAGES = 5
 
 
 class SlackState(chat.ChatState[tuple[str, ...]]):
@@ -403,6 +405,20 @@ class Owed:
 
     def metadata(self, about: dict[str, Any] | None = None) -> dict[str, Any]:
         return {"event_type": REPLY_METADATA_TYPE, "event_payload": {"delivery": self.key, **(about or {})}}
+
+
+@dataclass(frozen=True)
+class Looked:
+    """What looking for a reply in a thread or a channel came to: the message `found`, else whether its
+    absence was `checked` (Slack showed every message since the time looked from), and `why` not."""
+
+    found: dict[str, Any] | None
+    checked: bool
+    why: str = ""
+
+
+class Unchecked(Exception):
+    """Whether an earlier try of a delivery posted could not be checked (`Looked.why`): not posted again."""
 
 
 def event_key(event_id: str) -> str:
@@ -1045,16 +1061,25 @@ class _Handlers:
         *,
         thread_ts: str | None = None,
         about: dict[str, Any] | None = None,
+        unchecked_posts: bool = True,
     ) -> str | None:
         """chat.postMessage for the outbox, the delivery named in the message's metadata (with `about`: what
-        an unasked reply answers and shows): the new message's
-        ts, or, for a delivery tried again, that of the message an earlier try posted; None when Slack
-        refused it (logged). No answer from Slack (after the client's retries) raises `TryLater`: the post
-        may have gone out, and the next try looks for it first."""
+        an unasked reply answers and shows): the new message's ts, or, for a delivery tried again, that of
+        the message an earlier try posted; None when Slack refused it (logged). No answer from Slack (after
+        the client's retries) raises `TryLater`: the post may have gone out, and the next try looks for it
+        first. When that look cannot be made (Slack refuses to show the conversation, a missing scope; or
+        more messages than `LOOKED_AT_PAGES` pages since it was asked), the delivery is posted again, one
+        line says so; unless not `unchecked_posts`: then `Unchecked` is raised and nothing is posted."""
         if owed.resumed:
             earlier = await self._posted_before(client, channel, thread_ts, owed)
-            if earlier is not None:
+            if isinstance(earlier, str):
                 return earlier
+            if earlier is not None:
+                if not unchecked_posts:
+                    raise Unchecked(earlier.why)
+                log.warning(
+                    "delivery %s may have been posted before (%s): posted again", owed.key, earlier.why
+                )
         try:
             response = await client.chat_postMessage(
                 channel=channel,
@@ -1074,69 +1099,98 @@ class _Handlers:
 
     async def _posted_before(
         self, client: AsyncWebClient, channel: str, thread_ts: str | None, owed: Owed
-    ) -> str | None:
+    ) -> str | Looked | None:
         """The ts of the message an earlier try of `owed` posted (its metadata names the delivery), in the
-        thread or, outside one, in the channel since it was asked; None when there is none. Slack refusing
-        to show it (a missing scope) is logged and taken as none; Slack not answering raises `TryLater`."""
+        thread or, outside one, in the channel since it was asked; None when there is none; what was looked
+        at (`Looked`, not `checked`) when that could not be told. Slack not answering raises `TryLater`."""
         oldest = max(owed.asked - HISTORY_MARGIN_SECONDS, 0.0)
-        for found, payload in await self._ours(client, channel, thread_ts, oldest, "an earlier reply"):
-            if payload.get("delivery") == owed.key:
-                log.info("delivery %s was posted before its answer was cut short: not posted again", owed.key)
-                ts = found.get("ts")
-                return ts if isinstance(ts, str) else ""
-        return None
+
+        def earlier(payload: dict[str, Any]) -> bool:
+            return payload.get("delivery") == owed.key
+
+        looked = await self._look_for(client, channel, thread_ts, oldest, "an earlier reply", earlier)
+        if looked.found is not None:
+            log.info("delivery %s was posted before its answer was cut short: not posted again", owed.key)
+            ts = looked.found.get("ts")
+            return ts if isinstance(ts, str) else ""
+        return None if looked.checked else looked
 
     async def _find_reply(self, client: AsyncWebClient, job: EventJob) -> chat.PostedReply | None:
         """The unasked reply to `job`'s paste in its thread (its metadata names the paste), as the reply
-        shows it now (record and paste digest); None when there is none."""
+        shows it now (record and paste digest); None when there is none (or it could not be looked for)."""
         try:
             oldest = max(float(job.ts) - HISTORY_MARGIN_SECONDS, 0.0)
         except ValueError:
             return None
-        for found, payload in await self._ours(
-            client, job.channel, job.reply_ts, oldest, "the paste's reply"
-        ):
-            record, ts = payload.get("record"), found.get("ts")
-            if payload.get("paste") == job.ts and isinstance(record, str) and isinstance(ts, str) and record:
-                log.info("the reply to %s in %s found in its thread", job.ts, job.channel)
-                digest = payload.get("digest")
-                return chat.PostedReply(job.channel, ts, record, digest if isinstance(digest, str) else "")
-        return None
 
-    async def _ours(
-        self, client: AsyncWebClient, channel: str, thread_ts: str | None, oldest: float, looking_for: str
-    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """The bot's replies (each message with its `panicbot_reply` metadata) in the thread or, outside
-        one, the channel since `oldest`. Slack refusing to show them (a missing scope, a thread gone) is
-        logged and taken as none; Slack not answering raises `TryLater`."""
+        def reply(payload: dict[str, Any]) -> bool:
+            record = payload.get("record")
+            return payload.get("paste") == job.ts and isinstance(record, str) and bool(record)
+
+        looked = await self._look_for(client, job.channel, job.reply_ts, oldest, "the paste's reply", reply)
+        found = looked.found
+        ts = found.get("ts") if found is not None else None
+        if found is None or not isinstance(ts, str):
+            return None
+        log.info("the reply to %s in %s found in its thread", job.ts, job.channel)
+        payload = found["metadata"]["event_payload"]
+        digest = payload.get("digest")
+        return chat.PostedReply(job.channel, ts, payload["record"], digest if isinstance(digest, str) else "")
+
+    async def _look_for(
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        thread_ts: str | None,
+        oldest: float,
+        looking_for: str,
+        wanted: Callable[[dict[str, Any]], bool],
+    ) -> Looked:
+        """The first of the bot's replies (a message with `panicbot_reply` metadata) whose payload is
+        `wanted`, in the thread or, outside one, the channel since `oldest`: a page of `LOOKED_AT_MESSAGES`
+        at a time, following Slack's cursor for at most `LOOKED_AT_PAGES` pages. Slack refusing to show them
+        (a missing scope, a thread gone) is logged, and what was looked at says it was not `checked`, as
+        when the pages ran out first; Slack not answering raises `TryLater`."""
         since = f"{oldest:.6f}"
-        try:
-            if thread_ts:
-                response = await client.conversations_replies(
-                    channel=channel,
-                    ts=thread_ts,
-                    oldest=since,
-                    include_all_metadata=True,
-                    limit=LOOKED_AT_MESSAGES,
-                )
-            else:
-                response = await client.conversations_history(
-                    channel=channel, oldest=since, include_all_metadata=True, limit=LOOKED_AT_MESSAGES
-                )
-        except SLACK_FAILURES as exc:
-            error = self.failed(f"looking for {looking_for}", exc, channel)
-            if _no_answer(exc):
-                raise TryLater(f"looking for {looking_for} failed: {error}") from None
-            return []
-        ours = []
-        for found in response.get("messages") or []:
-            metadata = found.get("metadata") if isinstance(found, dict) else None
-            if not isinstance(metadata, dict) or metadata.get("event_type") != REPLY_METADATA_TYPE:
-                continue
-            payload = metadata.get("event_payload")
-            if isinstance(payload, dict):
-                ours.append((found, payload))
-        return ours
+        cursor: str | None = None
+        for _ in range(LOOKED_AT_PAGES):
+            try:
+                if thread_ts:
+                    response = await client.conversations_replies(
+                        channel=channel,
+                        ts=thread_ts,
+                        oldest=since,
+                        include_all_metadata=True,
+                        limit=LOOKED_AT_MESSAGES,
+                        cursor=cursor,
+                    )
+                else:
+                    response = await client.conversations_history(
+                        channel=channel,
+                        oldest=since,
+                        include_all_metadata=True,
+                        limit=LOOKED_AT_MESSAGES,
+                        cursor=cursor,
+                    )
+            except SLACK_FAILURES as exc:
+                error = self.failed(f"looking for {looking_for}", exc, channel)
+                if _no_answer(exc):
+                    raise TryLater(f"looking for {looking_for} failed: {error}") from None
+                return Looked(None, False, f"Slack did not show the conversation: {error}")
+            for found in response.get("messages") or []:
+                metadata = found.get("metadata") if isinstance(found, dict) else None
+                if not isinstance(metadata, dict) or metadata.get("event_type") != REPLY_METADATA_TYPE:
+                    continue
+                payload = metadata.get("event_payload")
+                if isinstance(payload, dict) and wanted(payload):
+                    return Looked(found, True)
+            metadata = response.get("response_metadata") or {}
+            cursor = metadata.get("next_cursor") if isinstance(metadata, dict) else None
+            if not response.get("has_more") or not cursor:
+                return Looked(None, True)
+        return Looked(
+            None, False, f"more than {LOOKED_AT_PAGES * LOOKED_AT_MESSAGES} messages since it was asked"
+        )
 
     async def _respond(self, respond: Any, message: render.SlackMessage | None, **options: Any) -> None:
         try:
