@@ -65,6 +65,11 @@ RESPONSE_URL_TIMEOUT_SECONDS = 10
 REPLY_METADATA_TYPE = "panicbot_reply"
 # How far back a channel's history is read for a shared card (posted at most this long before the click).
 HISTORY_MARGIN_SECONDS = 60.0
+# A Share tried again that could not tell whether its earlier try posted the card (not posted again).
+SHARE_UNCHECKED_MESSAGE = (
+    "I may have shared this card already, but I could not check. If it is not in the conversation, "
+    "press Share again."
+)
 # How many messages of a thread or a channel's history are read at a time looking for that reply, and how
 # many such pages at most (following Slack's cursor): past them, whether it is there cannot be told.
 LOOKED_AT_MESSAGES = 200
@@ -891,7 +896,21 @@ class _Handlers:
             card, ephemeral=False, record_id=record_id, shared_by=job.user, more_available=False
         )
         if owed is not None:
-            posted = await self.post_once(client, job.channel, message, owed, thread_ts=job.thread_ts)
+            try:
+                # Not posted again when the earlier try cannot be looked for: a Share is the user's click,
+                # and the ephemeral card (kept, with a note) can be shared again; a second card cannot be
+                # taken back.
+                posted = await self.post_once(
+                    client, job.channel, message, owed, thread_ts=job.thread_ts, unchecked_posts=False
+                )
+            except Unchecked as exc:
+                log.warning("Share %s may have been posted before (%s): not posted again", owed.key, exc)
+                await send(
+                    render.error_message(SHARE_UNCHECKED_MESSAGE),
+                    response_type="ephemeral",
+                    replace_original=False,
+                )
+                return
         else:
             posted = await self._post(client, job.channel, message, thread_ts=job.thread_ts)
         if posted is not None:
