@@ -378,13 +378,11 @@ class ChatFlows(Generic[K]):
                 "record %s answered in %s within the cooldown: not again", card.record_id, paste.channel
             )
             return
-        try:
-            reply_id = await replier.post(card)
-        except BaseException:
-            # Cut short (a stop) or to be tried again (an outbox's retry): the retry must not find its own
-            # cooldown held. A reply that did go out is found again by the retry (a platform's marker).
-            await self.state.gate.release(paste.channel, card.record_id)
-            raise
+        # Cut short (a stop) or to be tried again (an outbox's retry), the post may have gone out: the hold
+        # stays, in this paste's name. Its retry (on any replica) takes it again and finds a reply that did
+        # go out (a platform's marker); meanwhile no other paste's card for the record is posted. A reply
+        # never tried again keeps the record held until the cooldown ends. Only a refusal gives it back.
+        reply_id = await replier.post(card)
         if reply_id is None:
             await self.state.gate.release(paste.channel, card.record_id)
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,7 @@ from adapters import outbox as outbox_module
 from adapters.answers import paste_digest
 from adapters.chat import ChatFlows, shared_replies
 from adapters.redis_memory import RedisCooldown, RedisEventDeduper, async_redis_from_url
+from adapters.slack import app as app_module
 from adapters.slack.app import REPLY_METADATA_TYPE, event_key
 from tests.adapters.serve.test_service import clean_env
 from tests.adapters.slack.fake_slack import BOT_USER_ID, HOST, FakeSlack
@@ -36,6 +38,7 @@ from tests.adapters.slack.test_app import (
     DEFORM_ID,
     DEFORM_PASTE,
     DEFORM_TITLE,
+    OTHER_USER,
     Call,
     Harness,
     _no_secrets_in_logs,
@@ -383,3 +386,56 @@ def test_with_redis_a_reply_cut_short_holding_its_cooldown_is_posted_after_the_r
     run(scenario())
     outbox.close()
     sync.close()
+
+
+@pytest.mark.parametrize("where", ["local", "redis"])
+def test_a_reply_slack_posted_but_did_not_answer_keeps_its_cooldown_until_tried_again(
+    slack_env: pytest.MonkeyPatch, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, where: str
+) -> None:
+    # Slack posts paste A's reply but answers after the client gave up (a timeout): A is tried again later.
+    # Meanwhile another user pastes the same panic in the channel (B): the cooldown A took still holds, so B
+    # gets no second card; A's try again finds its post and does not post it twice.
+    monkeypatch.setattr(outbox_module, "RETRY_BASE_SECONDS", 1.5)
+    built = app_module.build_web_client
+
+    def impatient(settings: Any) -> Any:
+        client = built(settings)
+        client.timeout = 0.3
+        return client
+
+    monkeypatch.setattr(app_module, "build_web_client", impatient)
+
+    async def scenario() -> None:
+        shared: dict[str, Any] = {}
+        client = None
+        if where == "redis":
+            shared, client = redis_state(request.getfixturevalue("redis_prefix"))
+        try:
+            async with running(slack_env, shared=shared) as h:
+                h.fake.post_delay = 1.0  # posted at once, answered after the client's timeout
+                _, key_a = await paste(h)
+                [post] = await h.fake.wait_for(h.fake.posts, what="A's reply posted")
+                await h.fake.wait_for(
+                    lambda: [
+                        c for c in h.fake.calls_to("chat.postMessage") if c.at + 0.35 < time.monotonic()
+                    ],
+                    what="A's post timed out",
+                )
+                h.fake.post_delay = 0.0
+                event_b = message_event(AVG_POOL_PASTE, user=OTHER_USER)
+                h.fake.add_message(AUTO, event_b["ts"], event_b["text"], user=OTHER_USER)
+                assert (await h.event(event_b)).status == 200
+                owed = h.state.owed
+                assert owed is not None
+                await h.fake.wait_for(lambda: owed.worker.answered == 1, what="B answered")
+                outbox = owed.outbox
+                assert await outbox.pending() == [key_a]  # A still waits for its try again
+                assert len(h.fake.posts()) == 1  # B posted no second card
+                await h.fake.wait_for(lambda: owed.worker.answered == 2, what="A tried again", timeout=8)
+                await asyncio.sleep(0.3)
+                assert h.fake.posts() == [post]  # A found its post: not posted twice
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    run(scenario())
