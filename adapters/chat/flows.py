@@ -378,13 +378,11 @@ class ChatFlows(Generic[K]):
                 "record %s answered in %s within the cooldown: not again", card.record_id, paste.channel
             )
             return
-        try:
-            reply_id = await replier.post(card)
-        except BaseException:
-            # Cut short (a stop) or to be tried again (an outbox's retry): the retry must not find its own
-            # cooldown held. A reply that did go out is found again by the retry (a platform's marker).
-            await self.state.gate.release(paste.channel, card.record_id)
-            raise
+        # Cut short (a stop) or to be tried again (an outbox's retry), the post may have gone out: the hold
+        # stays, in this paste's name. Its retry (on any replica) takes it again and finds a reply that did
+        # go out (a platform's marker); meanwhile no other paste's card for the record is posted. A reply
+        # never tried again keeps the record held until the cooldown ends. Only a refusal gives it back.
+        reply_id = await replier.post(card)
         if reply_id is None:
             await self.state.gate.release(paste.channel, card.record_id)
             return
@@ -461,13 +459,23 @@ class ChatFlows(Generic[K]):
             return
         card = outcome.card
         # Memory first, then the platform: an event handled while a call is in flight sees the new state.
+        # A call cut short or to be tried again puts memory back (`_not_done`): the next try makes it again.
         if card is None:
             await self.state.replies.pop(key)
             self.state.reply_sources.pop(self.reply_key(reply))
-            await self._remove(reply, replier)
+            try:
+                await self._remove(reply, replier)
+            except BaseException:
+                await self._not_done(key, None, reply)
+                raise
             return
-        await self._remember(key, PostedReply(reply.channel, reply.reply_id, card.record_id, written))
-        done = await replier.update(reply, card)
+        changed = PostedReply(reply.channel, reply.reply_id, card.record_id, written)
+        await self._remember(key, changed)
+        try:
+            done = await replier.update(reply, card)
+        except BaseException:
+            await self._not_done(key, changed, reply)
+            raise
         if done is Update.DONE:
             return
         gone = done is Update.GONE
@@ -493,7 +501,22 @@ class ChatFlows(Generic[K]):
             reply = await recover()
         if reply is not None:
             self.state.reply_sources.pop(self.reply_key(reply))
-            await self._remove(reply, replier)
+            try:
+                await self._remove(reply, replier)
+            except BaseException:
+                await self._not_done(key, None, reply)
+                raise
+
+    async def _not_done(self, key: K, written: PostedReply | None, reply: PostedReply) -> None:
+        """A change to `reply` (an update, a deletion) cut short (a stop) or to be tried again (no answer
+        from the platform): it may not have been applied. Memory goes back to what the reply surely showed
+        (unless something else replaced `written`, the change's own entry, meanwhile), so the next try
+        makes the change again (twice is harmless) instead of finding it done; and the record the reply
+        showed stays held in the paste's name until then, as the record it is to show is: no other paste's
+        card for either meanwhile."""
+        if await self.state.replies.get(key) == written:
+            await self._remember(key, reply)
+        await self.state.gate.allow(reply.channel, reply.record_id, holder_of(key))
 
     async def _remove(self, reply: PostedReply, replier: Replier) -> None:
         await replier.delete(reply)

@@ -65,8 +65,15 @@ RESPONSE_URL_TIMEOUT_SECONDS = 10
 REPLY_METADATA_TYPE = "panicbot_reply"
 # How far back a channel's history is read for a shared card (posted at most this long before the click).
 HISTORY_MARGIN_SECONDS = 60.0
-# How many messages of a thread or a channel's history are read looking for that reply.
+# A Share tried again that could not tell whether its earlier try posted the card (not posted again).
+SHARE_UNCHECKED_MESSAGE = (
+    "I may have shared this card already, but I could not check. If it is not in the conversation, "
+    "press Share again."
+)
+# How many messages of a thread or a channel's history are read at a time looking for that reply, and how
+# many such pages at most (following Slack's cursor): past them, whether it is there cannot be told.
 LOOKED_AT_MESSAGES = 200
+LOOKED_AT_PAGES = 5
 
 
 class SlackState(chat.ChatState[tuple[str, ...]]):
@@ -403,6 +410,20 @@ class Owed:
 
     def metadata(self, about: dict[str, Any] | None = None) -> dict[str, Any]:
         return {"event_type": REPLY_METADATA_TYPE, "event_payload": {"delivery": self.key, **(about or {})}}
+
+
+@dataclass(frozen=True)
+class Looked:
+    """What looking for a reply in a thread or a channel came to: the message `found`, else whether its
+    absence was `checked` (Slack showed every message since the time looked from), and `why` not."""
+
+    found: dict[str, Any] | None
+    checked: bool
+    why: str = ""
+
+
+class Unchecked(Exception):
+    """Whether an earlier try of a delivery posted could not be checked (`Looked.why`): not posted again."""
 
 
 def event_key(event_id: str) -> str:
@@ -811,13 +832,18 @@ class _Handlers:
     async def answer_change(self, job: EventJob, client: AsyncWebClient, owed: Owed | None = None) -> None:
         """An edited or deleted paste: its unasked reply shows the card for the new text (chat.update), or
         goes (chat.delete). The reply is known from memory, else (a restart, memory lost) found in the
-        paste's thread by its metadata; from the outbox, an edit tried again reads the reply there first
-        (its earlier try may have changed memory and not the reply). A paste without a reply gets none: an
+        paste's thread by its metadata; from the outbox, a change tried again reads the reply there first
+        (its earlier try may have changed memory and not the reply), whether or not the paste had a thread
+        when it was edited. A paste without a reply gets none: an
         edit never posts (an unasked reply still owed is posted before, in the same lane, then changed)."""
         key = (job.channel, job.ts)
         replier = self._replier(client, job, owed)
+        resumed = owed is not None and owed.resumed
         recover: chat.Recover | None = None
-        if job.threaded:
+        # A change tried again reads the thread even when the paste had none at the event (its reply was
+        # still owed then): its earlier try may have changed memory (shared, on a replica since stopped)
+        # and not the reply.
+        if job.threaded or resumed:
 
             async def recover() -> chat.PostedReply | None:
                 return await self._find_reply(client, job)
@@ -825,7 +851,6 @@ class _Handlers:
         if job.kind == "delete":
             await self.flows.deleted(key, replier, recover=recover)
         else:
-            resumed = owed is not None and owed.resumed
             await self.flows.edited(
                 key, job.text, replier, digest=job.digest, recover=recover, resumed=resumed
             )
@@ -871,7 +896,21 @@ class _Handlers:
             card, ephemeral=False, record_id=record_id, shared_by=job.user, more_available=False
         )
         if owed is not None:
-            posted = await self.post_once(client, job.channel, message, owed, thread_ts=job.thread_ts)
+            try:
+                # Not posted again when the earlier try cannot be looked for: a Share is the user's click,
+                # and the ephemeral card (kept, with a note) can be shared again; a second card cannot be
+                # taken back.
+                posted = await self.post_once(
+                    client, job.channel, message, owed, thread_ts=job.thread_ts, unchecked_posts=False
+                )
+            except Unchecked as exc:
+                log.warning("Share %s may have been posted before (%s): not posted again", owed.key, exc)
+                await send(
+                    render.error_message(SHARE_UNCHECKED_MESSAGE),
+                    response_type="ephemeral",
+                    replace_original=False,
+                )
+                return
         else:
             posted = await self._post(client, job.channel, message, thread_ts=job.thread_ts)
         if posted is not None:
@@ -1041,16 +1080,25 @@ class _Handlers:
         *,
         thread_ts: str | None = None,
         about: dict[str, Any] | None = None,
+        unchecked_posts: bool = True,
     ) -> str | None:
         """chat.postMessage for the outbox, the delivery named in the message's metadata (with `about`: what
-        an unasked reply answers and shows): the new message's
-        ts, or, for a delivery tried again, that of the message an earlier try posted; None when Slack
-        refused it (logged). No answer from Slack (after the client's retries) raises `TryLater`: the post
-        may have gone out, and the next try looks for it first."""
+        an unasked reply answers and shows): the new message's ts, or, for a delivery tried again, that of
+        the message an earlier try posted; None when Slack refused it (logged). No answer from Slack (after
+        the client's retries) raises `TryLater`: the post may have gone out, and the next try looks for it
+        first. When that look cannot be made (Slack refuses to show the conversation, a missing scope; or
+        more messages than `LOOKED_AT_PAGES` pages since it was asked), the delivery is posted again, one
+        line says so; unless not `unchecked_posts`: then `Unchecked` is raised and nothing is posted."""
         if owed.resumed:
             earlier = await self._posted_before(client, channel, thread_ts, owed)
-            if earlier is not None:
+            if isinstance(earlier, str):
                 return earlier
+            if earlier is not None:
+                if not unchecked_posts:
+                    raise Unchecked(earlier.why)
+                log.warning(
+                    "delivery %s may have been posted before (%s): posted again", owed.key, earlier.why
+                )
         try:
             response = await client.chat_postMessage(
                 channel=channel,
@@ -1070,69 +1118,98 @@ class _Handlers:
 
     async def _posted_before(
         self, client: AsyncWebClient, channel: str, thread_ts: str | None, owed: Owed
-    ) -> str | None:
+    ) -> str | Looked | None:
         """The ts of the message an earlier try of `owed` posted (its metadata names the delivery), in the
-        thread or, outside one, in the channel since it was asked; None when there is none. Slack refusing
-        to show it (a missing scope) is logged and taken as none; Slack not answering raises `TryLater`."""
+        thread or, outside one, in the channel since it was asked; None when there is none; what was looked
+        at (`Looked`, not `checked`) when that could not be told. Slack not answering raises `TryLater`."""
         oldest = max(owed.asked - HISTORY_MARGIN_SECONDS, 0.0)
-        for found, payload in await self._ours(client, channel, thread_ts, oldest, "an earlier reply"):
-            if payload.get("delivery") == owed.key:
-                log.info("delivery %s was posted before its answer was cut short: not posted again", owed.key)
-                ts = found.get("ts")
-                return ts if isinstance(ts, str) else ""
-        return None
+
+        def earlier(payload: dict[str, Any]) -> bool:
+            return payload.get("delivery") == owed.key
+
+        looked = await self._look_for(client, channel, thread_ts, oldest, "an earlier reply", earlier)
+        if looked.found is not None:
+            log.info("delivery %s was posted before its answer was cut short: not posted again", owed.key)
+            ts = looked.found.get("ts")
+            return ts if isinstance(ts, str) else ""
+        return None if looked.checked else looked
 
     async def _find_reply(self, client: AsyncWebClient, job: EventJob) -> chat.PostedReply | None:
         """The unasked reply to `job`'s paste in its thread (its metadata names the paste), as the reply
-        shows it now (record and paste digest); None when there is none."""
+        shows it now (record and paste digest); None when there is none (or it could not be looked for)."""
         try:
             oldest = max(float(job.ts) - HISTORY_MARGIN_SECONDS, 0.0)
         except ValueError:
             return None
-        for found, payload in await self._ours(
-            client, job.channel, job.reply_ts, oldest, "the paste's reply"
-        ):
-            record, ts = payload.get("record"), found.get("ts")
-            if payload.get("paste") == job.ts and isinstance(record, str) and isinstance(ts, str) and record:
-                log.info("the reply to %s in %s found in its thread", job.ts, job.channel)
-                digest = payload.get("digest")
-                return chat.PostedReply(job.channel, ts, record, digest if isinstance(digest, str) else "")
-        return None
 
-    async def _ours(
-        self, client: AsyncWebClient, channel: str, thread_ts: str | None, oldest: float, looking_for: str
-    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """The bot's replies (each message with its `panicbot_reply` metadata) in the thread or, outside
-        one, the channel since `oldest`. Slack refusing to show them (a missing scope, a thread gone) is
-        logged and taken as none; Slack not answering raises `TryLater`."""
+        def reply(payload: dict[str, Any]) -> bool:
+            record = payload.get("record")
+            return payload.get("paste") == job.ts and isinstance(record, str) and bool(record)
+
+        looked = await self._look_for(client, job.channel, job.reply_ts, oldest, "the paste's reply", reply)
+        found = looked.found
+        ts = found.get("ts") if found is not None else None
+        if found is None or not isinstance(ts, str):
+            return None
+        log.info("the reply to %s in %s found in its thread", job.ts, job.channel)
+        payload = found["metadata"]["event_payload"]
+        digest = payload.get("digest")
+        return chat.PostedReply(job.channel, ts, payload["record"], digest if isinstance(digest, str) else "")
+
+    async def _look_for(
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        thread_ts: str | None,
+        oldest: float,
+        looking_for: str,
+        wanted: Callable[[dict[str, Any]], bool],
+    ) -> Looked:
+        """The first of the bot's replies (a message with `panicbot_reply` metadata) whose payload is
+        `wanted`, in the thread or, outside one, the channel since `oldest`: a page of `LOOKED_AT_MESSAGES`
+        at a time, following Slack's cursor for at most `LOOKED_AT_PAGES` pages. Slack refusing to show them
+        (a missing scope, a thread gone) is logged, and what was looked at says it was not `checked`, as
+        when the pages ran out first; Slack not answering raises `TryLater`."""
         since = f"{oldest:.6f}"
-        try:
-            if thread_ts:
-                response = await client.conversations_replies(
-                    channel=channel,
-                    ts=thread_ts,
-                    oldest=since,
-                    include_all_metadata=True,
-                    limit=LOOKED_AT_MESSAGES,
-                )
-            else:
-                response = await client.conversations_history(
-                    channel=channel, oldest=since, include_all_metadata=True, limit=LOOKED_AT_MESSAGES
-                )
-        except SLACK_FAILURES as exc:
-            error = self.failed(f"looking for {looking_for}", exc, channel)
-            if _no_answer(exc):
-                raise TryLater(f"looking for {looking_for} failed: {error}") from None
-            return []
-        ours = []
-        for found in response.get("messages") or []:
-            metadata = found.get("metadata") if isinstance(found, dict) else None
-            if not isinstance(metadata, dict) or metadata.get("event_type") != REPLY_METADATA_TYPE:
-                continue
-            payload = metadata.get("event_payload")
-            if isinstance(payload, dict):
-                ours.append((found, payload))
-        return ours
+        cursor: str | None = None
+        for _ in range(LOOKED_AT_PAGES):
+            try:
+                if thread_ts:
+                    response = await client.conversations_replies(
+                        channel=channel,
+                        ts=thread_ts,
+                        oldest=since,
+                        include_all_metadata=True,
+                        limit=LOOKED_AT_MESSAGES,
+                        cursor=cursor,
+                    )
+                else:
+                    response = await client.conversations_history(
+                        channel=channel,
+                        oldest=since,
+                        include_all_metadata=True,
+                        limit=LOOKED_AT_MESSAGES,
+                        cursor=cursor,
+                    )
+            except SLACK_FAILURES as exc:
+                error = self.failed(f"looking for {looking_for}", exc, channel)
+                if _no_answer(exc):
+                    raise TryLater(f"looking for {looking_for} failed: {error}") from None
+                return Looked(None, False, f"Slack did not show the conversation: {error}")
+            for found in response.get("messages") or []:
+                metadata = found.get("metadata") if isinstance(found, dict) else None
+                if not isinstance(metadata, dict) or metadata.get("event_type") != REPLY_METADATA_TYPE:
+                    continue
+                payload = metadata.get("event_payload")
+                if isinstance(payload, dict) and wanted(payload):
+                    return Looked(found, True)
+            metadata = response.get("response_metadata") or {}
+            cursor = metadata.get("next_cursor") if isinstance(metadata, dict) else None
+            if not response.get("has_more") or not cursor:
+                return Looked(None, True)
+        return Looked(
+            None, False, f"more than {LOOKED_AT_PAGES * LOOKED_AT_MESSAGES} messages since it was asked"
+        )
 
     async def _respond(self, respond: Any, message: render.SlackMessage | None, **options: Any) -> None:
         try:

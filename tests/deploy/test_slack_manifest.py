@@ -29,3 +29,5 @@ def test_manifest_matches_the_adapter() -> None:
         assert url.endswith(EVENTS_PATH)
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     assert {"app_mentions:read", "channels:history", "chat:write", "commands"} <= scopes
+    # A resumed delivery reads the conversation for its earlier post: a Share in a DM or group DM too.
+    assert {"groups:history", "im:history", "mpim:history"} <= scopes

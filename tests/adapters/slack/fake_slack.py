@@ -7,6 +7,7 @@ so tests can assert on exactly what Slack would have received. Start it inside t
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
 import time
@@ -28,6 +29,8 @@ RESPONSE_URL_METHOD = "response_url"
 # Slack accepts up to 5 posts to one response_url.
 RESPONSE_URL_POSTS = 5
 MAX_BLOCKS = 50
+# The most messages conversations.history and conversations.replies return in one page.
+PAGE_LIMIT = 999
 # Methods that change a message and so carry blocks Slack validates.
 _MESSAGE_METHODS = {"chat.postMessage", "chat.postEphemeral", "chat.update"}
 
@@ -161,6 +164,12 @@ class FakeSlack:
     def add_message(self, channel: str, ts: str, text: str, user: str = "U1", **extra: Any) -> None:
         """A message that exists in Slack (a thread parent for conversations.replies, say)."""
         self.messages[(channel, ts)] = {"type": "message", "user": user, "text": text, "ts": ts, **extra}
+
+    def say(self, channel: str, text: str, *, user: str = "U2", thread_ts: str | None = None) -> str:
+        """Someone's message posted now (in `thread_ts`'s thread when given); its ts."""
+        ts = self._new_ts()
+        self.add_message(channel, ts, text, user=user, **({"thread_ts": thread_ts} if thread_ts else {}))
+        return ts
 
     # -- what tests read ----------------------------------------------------------------------------
 
@@ -369,7 +378,7 @@ class FakeSlack:
         if parent is None:
             return {"ok": False, "error": "thread_not_found"}
         oldest = float(body.get("oldest") or 0)
-        thread = [parent] + [
+        replies = [
             message
             for (where, _), message in sorted(self.messages.items())
             if where == channel
@@ -377,21 +386,39 @@ class FakeSlack:
             and message["ts"] != ts
             and float(message["ts"]) > oldest
         ]
-        limit = int(body.get("limit") or 1000)
-        shown = [_with_metadata(message, body) for message in thread[:limit]]
-        return {"ok": True, "messages": shown, "has_more": len(thread) > limit}
+        # As Slack pages a thread: its parent first on every page, then `limit` of its replies.
+        return _page([parent], replies, body, default_limit=1000)
 
     def _conversations_history(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The channel's messages (not the replies in threads), newest first, after `oldest`."""
+        """The channel's messages (not the replies in threads), newest first, after `oldest`; a page of
+        `limit` at a time."""
         channel, oldest = body.get("channel", ""), float(body.get("oldest") or 0)
         found = [
             message
             for (where, ts), message in sorted(self.messages.items(), reverse=True)
             if where == channel and message.get("thread_ts") in (None, ts) and float(ts) > oldest
         ]
-        limit = int(body.get("limit") or 100)
-        shown = [_with_metadata(message, body) for message in found[:limit]]
-        return {"ok": True, "messages": shown, "has_more": len(found) > limit}
+        return _page([], found, body, default_limit=100)
+
+
+def _page(
+    first: list[dict[str, Any]], found: list[dict[str, Any]], body: dict[str, Any], *, default_limit: int
+) -> dict[str, Any]:
+    """One page of `found`, as Slack pages conversations.history and conversations.replies: `limit`
+    messages (`default_limit` when not given, 999 at most) from where `cursor` says, `has_more`, and the
+    next page's cursor in `response_metadata.next_cursor` (opaque to the caller; empty on the last page)."""
+    limit = min(int(body.get("limit") or default_limit), PAGE_LIMIT)
+    cursor = str(body.get("cursor") or "")
+    start = int(base64.b64decode(cursor).decode().removeprefix("next:")) if cursor else 0
+    page = found[start : start + limit]
+    more = start + limit < len(found)
+    next_cursor = base64.b64encode(f"next:{start + limit}".encode()).decode() if more else ""
+    return {
+        "ok": True,
+        "messages": [_with_metadata(message, body) for message in [*first, *page]],
+        "has_more": more,
+        "response_metadata": {"next_cursor": next_cursor},
+    }
 
 
 def _with_metadata(message: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,8 +19,10 @@ import redis
 from redis.asyncio import Redis as AsyncRedis
 
 from adapters import outbox as outbox_module
-from adapters.chat import shared_replies
+from adapters.answers import paste_digest
+from adapters.chat import ChatFlows, shared_replies
 from adapters.redis_memory import RedisCooldown, RedisEventDeduper, async_redis_from_url
+from adapters.slack import app as app_module
 from adapters.slack.app import REPLY_METADATA_TYPE, event_key
 from tests.adapters.serve.test_service import clean_env
 from tests.adapters.slack.fake_slack import BOT_USER_ID, HOST, FakeSlack
@@ -35,6 +38,7 @@ from tests.adapters.slack.test_app import (
     DEFORM_ID,
     DEFORM_PASTE,
     DEFORM_TITLE,
+    OTHER_USER,
     Call,
     Harness,
     _no_secrets_in_logs,
@@ -130,6 +134,52 @@ def test_a_change_queued_behind_its_reply_is_applied_to_it_after_the_restart(
     outbox.close()
 
 
+@pytest.mark.parametrize("memory", ["put-back", "kept"])
+@pytest.mark.parametrize("kind", CHANGES)
+def test_a_change_stored_before_its_reply_that_slack_did_not_take_is_tried_again_and_applied(
+    slack_env: pytest.MonkeyPatch, monkeypatch: pytest.MonkeyPatch, kind: str, memory: str
+) -> None:
+    # The edit (or deletion) arrives while the reply is still owed: the paste has no thread yet. After the
+    # restart the reply is posted, then Slack answers its chat.update (chat.delete) 429 three times (the
+    # client retries twice): the worker tries the change again, and it is applied to the reply. "kept": the
+    # memory the failed try changed is not put back (as when a replica sharing it in Redis is killed
+    # mid-call): the try again reads the reply in the paste's thread.
+    monkeypatch.setattr(outbox_module, "RETRY_BASE_SECONDS", 0.05)
+    if memory == "kept":
+
+        async def killed(*_: Any) -> None:
+            return None
+
+        monkeypatch.setattr(ChatFlows, "_not_done", killed)
+    outbox = sqlite_outbox("slack")
+    method = "chat.update" if kind == "edit" else "chat.delete"
+
+    async def scenario() -> None:
+        async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
+            async with running(slack_env, outbox=outbox, fake=fake) as h:
+                owed = h.state.owed
+                assert owed is not None
+                await owed.worker.stop(0.1)  # SIGTERM: acknowledged (and stored) from now on, not answered
+                event, key = await paste(h)
+                assert (await h.event(change_of(kind, event), event_id="EvCHANGE1")).status == 200
+                assert await outbox.pending() == [key, event_key("EvCHANGE1")]
+            fake.rate_limit(method, retry_after=0, times=3)
+            async with running(slack_env, outbox=outbox, fake=fake) as h:
+                [post] = await fake.wait_for_calls("chat.postMessage")
+                await changed(fake, kind, post)
+                await fake.wait_for(lambda: h.state.owed and h.state.owed.worker.answered == 2, what="both")
+                assert len(fake.calls_to(method)) == 4  # three refused, one applied
+                if kind == "edit":
+                    shown = fake.messages[(AUTO, post.response["ts"])]
+                    assert shown["blocks"][0]["text"]["text"] == DEFORM_TITLE
+                    assert reply_metadata(fake, post)["digest"] == paste_digest(DEFORM_PASTE)
+                assert len(fake.posts()) == 1
+                assert await outbox.pending() == []
+
+    run(scenario())
+    outbox.close()
+
+
 @pytest.mark.parametrize("kind", CHANGES)
 def test_a_change_after_a_restart_finds_the_reply_in_the_paste_thread(
     slack_env: pytest.MonkeyPatch, kind: str
@@ -143,7 +193,7 @@ def test_a_change_after_a_restart_finds_the_reply_in_the_paste_thread(
                     "delivery": event_key(f"EvPASTE{event['ts'].replace('.', '')}"),
                     "paste": event["ts"],
                     "record": AVG_POOL_ID,
-                    "digest": reply_metadata(fake, post)["digest"],
+                    "digest": paste_digest(AVG_POOL_PASTE),  # the paste as written
                 }
             # Started again without Redis: the memory of the reply is gone, Slack still shows it.
             async with running(slack_env, fake=fake) as h:
@@ -336,3 +386,56 @@ def test_with_redis_a_reply_cut_short_holding_its_cooldown_is_posted_after_the_r
     run(scenario())
     outbox.close()
     sync.close()
+
+
+@pytest.mark.parametrize("where", ["local", "redis"])
+def test_a_reply_slack_posted_but_did_not_answer_keeps_its_cooldown_until_tried_again(
+    slack_env: pytest.MonkeyPatch, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, where: str
+) -> None:
+    # Slack posts paste A's reply but answers after the client gave up (a timeout): A is tried again later.
+    # Meanwhile another user pastes the same panic in the channel (B): the cooldown A took still holds, so B
+    # gets no second card; A's try again finds its post and does not post it twice.
+    monkeypatch.setattr(outbox_module, "RETRY_BASE_SECONDS", 1.5)
+    built = app_module.build_web_client
+
+    def impatient(settings: Any) -> Any:
+        client = built(settings)
+        client.timeout = 0.3
+        return client
+
+    monkeypatch.setattr(app_module, "build_web_client", impatient)
+
+    async def scenario() -> None:
+        shared: dict[str, Any] = {}
+        client = None
+        if where == "redis":
+            shared, client = redis_state(request.getfixturevalue("redis_prefix"))
+        try:
+            async with running(slack_env, shared=shared) as h:
+                h.fake.post_delay = 1.0  # posted at once, answered after the client's timeout
+                _, key_a = await paste(h)
+                [post] = await h.fake.wait_for(h.fake.posts, what="A's reply posted")
+                await h.fake.wait_for(
+                    lambda: [
+                        c for c in h.fake.calls_to("chat.postMessage") if c.at + 0.35 < time.monotonic()
+                    ],
+                    what="A's post timed out",
+                )
+                h.fake.post_delay = 0.0
+                event_b = message_event(AVG_POOL_PASTE, user=OTHER_USER)
+                h.fake.add_message(AUTO, event_b["ts"], event_b["text"], user=OTHER_USER)
+                assert (await h.event(event_b)).status == 200
+                owed = h.state.owed
+                assert owed is not None
+                await h.fake.wait_for(lambda: owed.worker.answered == 1, what="B answered")
+                outbox = owed.outbox
+                assert await outbox.pending() == [key_a]  # A still waits for its try again
+                assert len(h.fake.posts()) == 1  # B posted no second card
+                await h.fake.wait_for(lambda: owed.worker.answered == 2, what="A tried again", timeout=8)
+                await asyncio.sleep(0.3)
+                assert h.fake.posts() == [post]  # A found its post: not posted twice
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    run(scenario())

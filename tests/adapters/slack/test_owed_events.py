@@ -46,6 +46,7 @@ from tests.adapters.slack.test_app import (
     next_ts,
     running,
     slack_env,
+    text_of,
 )
 from tests.adapters.slack.test_owed import _BrokenOutbox
 from tests.support.outboxes import sqlite_outbox
@@ -239,6 +240,96 @@ def test_a_post_a_stop_cut_short_is_not_posted_again_after_the_restart(
     run(scenario())
     outbox.close()
     assert any("not posted again" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("kind", ["mention", "share"])
+def test_a_post_cut_short_is_found_past_the_first_page_of_its_thread_or_channel(
+    slack_env: pytest.MonkeyPatch, kind: str
+) -> None:
+    # 250 messages stand between the look and the post a stop cut short: after the mention's post in its
+    # thread (conversations.replies, oldest first), before the shared card in the channel (conversations.
+    # history, newest first). The resumed delivery reads the next pages (Slack's cursor) and finds it.
+    outbox = sqlite_outbox("slack")
+    others = 250
+
+    async def scenario() -> None:
+        async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
+            async with running(slack_env, outbox=outbox, fake=fake) as h:
+                card = await ephemeral_card(h) if kind == "share" else None
+                asked = _ask(h, kind, card)
+                if asked.event is not None:  # the thread is busy before the mention is answered
+                    for number in range(others):
+                        fake.say(CHANNEL, f"message {number}", thread_ts=asked.event["ts"])
+                fake.post_delay = 2.0  # Slack posts the message, then answers late
+                assert (await asked.send()).status == 200
+                await fake.wait_for(fake.posts, what="the message posted")
+                owed = h.state.owed
+                assert owed is not None
+                await owed.worker.stop(0.1)  # the stop cuts the post short: the entry stays
+                assert await outbox.pending() == [asked.key]
+                if kind == "share":  # the channel is busy after the card was shared
+                    for number in range(others):
+                        fake.say(CHANNEL, f"message {number}")
+            fake.post_delay = 0.0
+            async with running(slack_env, outbox=outbox, fake=fake) as h:
+                owed = h.state.owed
+                assert owed is not None
+                await fake.wait_for(lambda: owed.worker.answered == 1, what="the resumed delivery")
+                await asyncio.sleep(0.3)
+                assert len(fake.posts()) == 1  # found on a later page, not posted again
+                looked = fake.calls_to(
+                    "conversations.history" if kind == "share" else "conversations.replies"
+                )
+                assert len(looked) == 2 and looked[1].body.get("cursor")
+                assert await outbox.pending() == []
+
+    run(scenario())
+    outbox.close()
+
+
+def test_a_share_cut_short_where_slack_will_not_show_the_conversation_is_not_posted_again(
+    slack_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A Share in a direct message, the stop cutting its post short; after the restart Slack refuses to show
+    # the DM's history (an app installed before it asked for im:history): whether the card went out cannot
+    # be told. It is not posted again; the user keeps the ephemeral card (to press Share again) and a note.
+    outbox = sqlite_outbox("slack")
+    dm = "D0123ABCD"
+
+    async def scenario() -> None:
+        async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
+            async with running(slack_env, outbox=outbox, fake=fake) as h:
+                card = await ephemeral_card(h)
+                url = fake.response_url()
+                share = buttons(card)[render.ACTION_SHARE]
+                click = block_actions(share, url, channel=dm, message_ts=next_ts(), ephemeral=True)
+                fake.post_delay = 2.0  # Slack posts the card, then answers late
+                assert (await h.interaction(click)).status == 200
+                [post] = await fake.wait_for(fake.posts, what="the card posted")
+                assert post.body["channel"] == dm
+                owed = h.state.owed
+                assert owed is not None
+                await owed.worker.stop(0.1)  # the stop cuts the post short: the entry stays
+                assert await outbox.pending() == [digest_key("slack", url)]
+            fake.post_delay = 0.0
+            fake.fail("conversations.history", "missing_scope", times=None)
+            async with running(slack_env, outbox=outbox, fake=fake) as h:
+                owed = h.state.owed
+                assert owed is not None
+                await fake.wait_for(lambda: owed.worker.answered == 1, what="the resumed Share")
+                [note] = h.responses_to(url)
+                assert note.body.get("delete_original") is not True  # the ephemeral card stays
+                assert note.body.get("replace_original") is False
+                assert "Share again" in text_of(note)
+                await asyncio.sleep(0.3)
+                assert len(fake.posts()) == 1  # not posted twice
+                assert fake.calls_to("conversations.history")[0].error == "missing_scope"
+                assert await outbox.pending() == []
+
+    run(scenario())
+    outbox.close()
+    [line] = [r for r in caplog.records if "not posted again" in r.getMessage()]
+    assert "missing_scope" in line.getMessage()
 
 
 @pytest.mark.parametrize("delay", [0.0, 2.5], ids=["refused", "too-slow"])
