@@ -12,10 +12,8 @@ import contextlib
 import itertools
 import json
 import logging
-import os
 import socket
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -47,6 +45,7 @@ from bot.records import default_catalog
 from tests.adapters.slack.fake_slack import BOT_USER_ID, HOST, TEAM_ID, FakeSlack
 from tests.adapters.slack.test_app import delete_event, edit_event
 from tests.support.local_only import isolate
+from tests.support.local_redis import answering_redis, prefix_of_its_own
 
 REDIS_URL = f"redis://{HOST}:6379/0"
 LOGGER = "panicbot.shared_state"
@@ -85,15 +84,7 @@ class FakeClock:
 def redis_client() -> Iterator[redis.Redis]:
     """The shared Redis on 127.0.0.1:6379, read by the tests to see what the objects under test wrote (a
     plain synchronous client): a failure under CI, a skip elsewhere when it is not running."""
-    client = redis.Redis.from_url(REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
-    try:
-        client.ping()
-    except redis.RedisError:
-        client.close()
-        reason = f"no Redis answering at {REDIS_URL} (start redis-server; CI provides one)"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {reason}", pytrace=False)
-        pytest.skip(reason)
+    client = answering_redis(REDIS_URL)
     yield client
     client.close()
 
@@ -101,11 +92,7 @@ def redis_client() -> Iterator[redis.Redis]:
 @pytest.fixture
 def prefix(redis_client: redis.Redis) -> Iterator[str]:
     """A key prefix no other test (or concurrent CI job) uses; its keys are deleted afterwards."""
-    value = f"panicbot-test:{uuid.uuid4().hex}"
-    yield value
-    keys = list(redis_client.scan_iter(match=f"{value}:*", count=1000))
-    if keys:
-        redis_client.delete(*keys)
+    yield from prefix_of_its_own(redis_client)
 
 
 def free_port() -> int:

@@ -4,15 +4,13 @@ the same contract as `SqlOutbox` (tests/adapters/storage/test_outbox.py)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import uuid
 from collections.abc import Awaitable, Callable
 
-import pytest
 from redis.asyncio import Redis
 
 from adapters.outbox import OutboxEntry
 from adapters.redis_outbox import RedisOutbox
+from tests.support.local_redis import new_prefix, redis_missing
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -36,11 +34,8 @@ def with_outbox(scenario: Callable[[RedisOutbox, Clock], Awaitable[None]]) -> No
             await client.ping()
         except Exception:
             await client.aclose()
-            reason = f"no Redis answering at {REDIS_URL}"
-            if os.environ.get("CI"):
-                pytest.fail(f"CI is set but {reason}", pytrace=False)
-            pytest.skip(reason)
-        prefix = f"panicbot-test:{uuid.uuid4().hex}"
+            redis_missing(REDIS_URL)
+        prefix = new_prefix()
         clock = Clock()
         try:
             await scenario(RedisOutbox(client, prefix, clock=clock), clock)

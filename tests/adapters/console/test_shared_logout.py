@@ -4,7 +4,6 @@ request rather than letting a logged-out cookie through."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import uuid
@@ -13,11 +12,11 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
-import redis
 
 from tests.adapters.console.server import Running, running_console
 from tests.adapters.console.test_pages import call, login
 from tests.support.local_only import isolate
+from tests.support.local_redis import answering_redis
 
 SECRET = "one-secret-for-every-replica-" + "x" * 16
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -57,16 +56,7 @@ def test_a_logout_on_one_replica_ends_the_session_on_the_other_through_the_datab
 
 
 def test_a_logout_on_one_replica_ends_the_session_on_the_other_through_redis() -> None:
-    client = redis.Redis.from_url(REDIS_URL, socket_timeout=1)
-    try:
-        client.ping()
-    except redis.RedisError:
-        reason = f"no Redis answering at {REDIS_URL}"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {reason}", pytrace=False)
-        pytest.skip(reason)
-    finally:
-        client.close()
+    answering_redis(REDIS_URL).close()
     # Each replica on a database of its own: only Redis is shared.
     with two_replicas(one_database=False, redis_url=REDIS_URL) as (first, second):
         databases = {replica.service.settings.database_url.get_secret_value() for replica in (first, second)}

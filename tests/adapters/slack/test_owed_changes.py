@@ -8,9 +8,7 @@ its own earlier try took."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,6 +48,7 @@ from tests.adapters.slack.test_app import (
     slack_env,
 )
 from tests.adapters.test_redis_memory import free_port
+from tests.support.local_redis import answering_redis, prefix_of_its_own
 from tests.support.outboxes import sqlite_outbox
 
 # Fixtures: by name, and autouse (no secret in any log line).
@@ -290,20 +289,8 @@ def test_deleting_a_paste_whose_reply_is_already_gone_is_no_error(
 def redis_prefix() -> Iterator[str]:
     """A key prefix of its own on the Redis at 127.0.0.1:6379, deleted afterwards: a failure under CI, a skip
     elsewhere when no Redis answers."""
-    client = redis.Redis.from_url(REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
-    try:
-        client.ping()
-    except redis.RedisError:
-        client.close()
-        reason = f"no Redis answering at {REDIS_URL} (start redis-server; CI provides one)"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {reason}", pytrace=False)
-        pytest.skip(reason)
-    prefix = f"panicbot-test:{uuid.uuid4().hex}"
-    yield prefix
-    keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-    if keys:
-        client.delete(*keys)
+    client = answering_redis(REDIS_URL)
+    yield from prefix_of_its_own(client)
     client.close()
 
 
