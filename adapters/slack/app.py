@@ -153,6 +153,27 @@ def bolt_logger() -> logging.Logger:
     return logger
 
 
+async def _chat_post(
+    client: AsyncWebClient,
+    channel: str,
+    message: render.SlackMessage,
+    thread_ts: str | None,
+    metadata: dict[str, Any] | None,
+) -> str | None:
+    """chat.postMessage of a rendered message (links never unfurled); the new message's ts. Raises what
+    slack_sdk raises."""
+    response = await client.chat_postMessage(
+        channel=channel,
+        thread_ts=thread_ts,
+        text=message.text,
+        blocks=message.blocks,
+        unfurl_links=False,
+        metadata=metadata,
+    )
+    ts = response.get("ts")
+    return ts if isinstance(ts, str) else None
+
+
 def _no_answer(exc: BaseException) -> bool:
     """Slack gave no answer to a call (no connection, a timeout, its outage, a rate limit after the client's
     retries), as opposed to refusing it: the call may be tried again."""
@@ -1057,19 +1078,10 @@ class _Handlers:
     ) -> str | None:
         """chat.postMessage; the new message's ts, or None (logged) when Slack refused."""
         try:
-            response = await client.chat_postMessage(
-                channel=channel,
-                thread_ts=thread_ts,
-                text=message.text,
-                blocks=message.blocks,
-                unfurl_links=False,
-                metadata=metadata,
-            )
+            return await _chat_post(client, channel, message, thread_ts, metadata)
         except SLACK_FAILURES as exc:  # refused, or timeouts and connection errors after the retries
             self.failed("chat.postMessage", exc, channel)
             return None
-        ts = response.get("ts")
-        return ts if isinstance(ts, str) else None
 
     async def post_once(
         self,
@@ -1100,21 +1112,12 @@ class _Handlers:
                     "delivery %s may have been posted before (%s): posted again", owed.key, earlier.why
                 )
         try:
-            response = await client.chat_postMessage(
-                channel=channel,
-                thread_ts=thread_ts,
-                text=message.text,
-                blocks=message.blocks,
-                unfurl_links=False,
-                metadata=owed.metadata(about),
-            )
+            return await _chat_post(client, channel, message, thread_ts, owed.metadata(about))
         except SLACK_FAILURES as exc:
             error = self.failed("chat.postMessage", exc, channel)
             if _no_answer(exc):
                 raise TryLater(f"chat.postMessage failed: {error}") from None
             return None
-        ts = response.get("ts")
-        return ts if isinstance(ts, str) else None
 
     async def _posted_before(
         self, client: AsyncWebClient, channel: str, thread_ts: str | None, owed: Owed
