@@ -4,6 +4,7 @@ share / more / full-fix buttons and 👍/👎 feedback, on Bolt's AsyncApp (HTTP
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 import time
@@ -1174,26 +1175,22 @@ class _Handlers:
         (a missing scope, a thread gone) is logged, and what was looked at says it was not `checked`, as
         when the pages ran out first; Slack not answering raises `TryLater`."""
         since = f"{oldest:.6f}"
+        # The thread's replies, or the channel's history: the same paging and metadata either way.
+        read = (
+            functools.partial(client.conversations_replies, ts=thread_ts)
+            if thread_ts
+            else client.conversations_history
+        )
         cursor: str | None = None
         for _ in range(LOOKED_AT_PAGES):
             try:
-                if thread_ts:
-                    response = await client.conversations_replies(
-                        channel=channel,
-                        ts=thread_ts,
-                        oldest=since,
-                        include_all_metadata=True,
-                        limit=LOOKED_AT_MESSAGES,
-                        cursor=cursor,
-                    )
-                else:
-                    response = await client.conversations_history(
-                        channel=channel,
-                        oldest=since,
-                        include_all_metadata=True,
-                        limit=LOOKED_AT_MESSAGES,
-                        cursor=cursor,
-                    )
+                response = await read(
+                    channel=channel,
+                    oldest=since,
+                    include_all_metadata=True,
+                    limit=LOOKED_AT_MESSAGES,
+                    cursor=cursor,
+                )
             except SLACK_FAILURES as exc:
                 error = self.failed(f"looking for {looking_for}", exc, channel)
                 if _no_answer(exc):
