@@ -898,8 +898,11 @@ def answer_site(
                 version_name = chosen.version or chosen.release.name
                 note = f"The paste names no release; its line is that of {crate} {version_name}."
     # The same words still raised from another file (a check moved to another module or crate): upgrading
-    # does not take the message away, and the card says where it comes from instead.
-    elsewhere = raised_after(releases, gone, same_message(last)) if gone is not None and same_message else []
+    # does not take the message away, and the card says where it comes from instead. A reworded message
+    # says so instead, so its group is not read.
+    elsewhere: list[tuple[str, Site]] = []
+    if gone is not None and reworded_as is None and same_message is not None:
+        elsewhere = raised_after(releases, gone, same_message(last))
     upgrade = None
     removal = releases.removal(last) if gone is not None and reworded_as is None else None
     # Only when the paste's release has the site (or names none): an upgrade past the commit that took the
