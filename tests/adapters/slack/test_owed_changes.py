@@ -19,6 +19,7 @@ from redis.asyncio import Redis as AsyncRedis
 from adapters import outbox as outbox_module
 from adapters.answers import paste_digest
 from adapters.chat import ChatFlows, shared_replies
+from adapters.outbox import Outbox
 from adapters.redis_memory import RedisCooldown, RedisEventDeduper, async_redis_from_url
 from adapters.slack import app as app_module
 from adapters.slack.app import REPLY_METADATA_TYPE, event_key
@@ -88,6 +89,18 @@ def reply_metadata(fake: FakeSlack, post: Call) -> dict[str, Any]:
     return dict(metadata["event_payload"])
 
 
+async def paste_and_change_stored(h: Harness, outbox: Outbox, kind: str) -> None:
+    """The worker stopped (as by SIGTERM), a paste and its change (`kind`) are acknowledged in time and
+    stored, in that order, not answered."""
+    owed = h.state.owed
+    assert owed is not None
+    await owed.worker.stop(0.1)  # SIGTERM: acknowledged (and stored) from now on, not answered
+    event, key = await paste(h)
+    reply = await h.event(change_of(kind, event), event_id="EvCHANGE1")
+    assert reply.status == 200 and reply.seconds < ACK_BUDGET
+    assert await outbox.pending() == [key, event_key("EvCHANGE1")]
+
+
 async def changed(fake: FakeSlack, kind: str, post: Call) -> None:
     """The reply `post` shows the deform conv card now (its metadata says so), or is gone."""
     ts = post.response["ts"]
@@ -111,13 +124,7 @@ def test_a_change_queued_behind_its_reply_is_applied_to_it_after_the_restart(
     async def scenario() -> None:
         async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
             async with running(slack_env, outbox=outbox, fake=fake) as h:
-                owed = h.state.owed
-                assert owed is not None
-                await owed.worker.stop(0.1)  # SIGTERM: acknowledged (and stored) from now on, not answered
-                event, key = await paste(h)
-                reply = await h.event(change_of(kind, event), event_id="EvCHANGE1")
-                assert reply.status == 200 and reply.seconds < ACK_BUDGET
-                assert await outbox.pending() == [key, event_key("EvCHANGE1")]
+                await paste_and_change_stored(h, outbox, kind)
                 await asyncio.sleep(0.3)
                 assert [call.method for call in fake.calls if call.method.startswith("chat.")] == []
             async with running(slack_env, outbox=outbox, fake=fake) as h:
@@ -156,12 +163,7 @@ def test_a_change_stored_before_its_reply_that_slack_did_not_take_is_tried_again
     async def scenario() -> None:
         async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
             async with running(slack_env, outbox=outbox, fake=fake) as h:
-                owed = h.state.owed
-                assert owed is not None
-                await owed.worker.stop(0.1)  # SIGTERM: acknowledged (and stored) from now on, not answered
-                event, key = await paste(h)
-                assert (await h.event(change_of(kind, event), event_id="EvCHANGE1")).status == 200
-                assert await outbox.pending() == [key, event_key("EvCHANGE1")]
+                await paste_and_change_stored(h, outbox, kind)
             fake.rate_limit(method, retry_after=0, times=3)
             async with running(slack_env, outbox=outbox, fake=fake) as h:
                 [post] = await fake.wait_for_calls("chat.postMessage")
